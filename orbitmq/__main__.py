@@ -1,0 +1,3 @@
+from orbitmq.cli import main
+
+main()

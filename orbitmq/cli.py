@@ -1,0 +1,69 @@
+"""The `orbitmq` command and the RocketMQ-style aliases `mqnamesrv`, `mqbroker`, `mqadmin`.
+
+Each subcommand lives with the part it runs (`orbitmq/namesrv/cli.py`,
+`orbitmq/broker/cli.py`, `orbitmq/admin/cli.py`) and is imported only when
+used, so `orbitmq admin ...` does not pay for loading the broker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from orbitmq import __version__
+
+# subcommand name -> "module:attribute" of a click.Command
+_SUBCOMMANDS: dict[str, str] = {
+    "namesrv": "orbitmq.namesrv.cli:namesrv_command",
+    "broker": "orbitmq.broker.cli:broker_command",
+    "dev": "orbitmq.broker.cli:dev_command",
+    "admin": "orbitmq.admin.cli:admin_group",
+}
+
+
+def _load(target: str) -> click.Command:
+    module_name, attr = target.split(":")
+    command = getattr(importlib.import_module(module_name), attr)
+    assert isinstance(command, click.Command)
+    return command
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _SUBCOMMANDS.get(cmd_name)
+        return _load(target) if target else None
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="orbitmq")
+def cli() -> None:
+    """OrbitMQ: a message queue that speaks RocketMQ's protocol."""
+
+
+def main() -> None:
+    cli(prog_name="orbitmq")
+
+
+def _alias(name: str, target: str) -> None:
+    _load(target).main(args=sys.argv[1:], prog_name=name)
+
+
+def mqnamesrv() -> None:
+    _alias("mqnamesrv", _SUBCOMMANDS["namesrv"])
+
+
+def mqbroker() -> None:
+    _alias("mqbroker", _SUBCOMMANDS["broker"])
+
+
+def mqadmin() -> None:
+    _alias("mqadmin", _SUBCOMMANDS["admin"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""OrbitMQ client package."""

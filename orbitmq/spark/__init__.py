@@ -1,0 +1,1 @@
+"""OrbitMQ spark package."""

@@ -1,0 +1,21 @@
+"""Shared fixtures: real servers on 127.0.0.1, ephemeral ports, temp folders, stopped by PID."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.support.procs import ServerProcess, orbitmq_command, start_server
+
+
+@pytest.fixture
+def namesrv_process(tmp_path) -> Iterator[ServerProcess]:  # type: ignore[no-untyped-def]
+    """A NameServer started by the CLI on 127.0.0.1 with an ephemeral port."""
+    server = start_server(
+        orbitmq_command("namesrv", "--listen", "127.0.0.1:0", "--kv-config-path", str(tmp_path / "kvConfig.json"))
+    )
+    try:
+        yield server
+    finally:
+        server.stop()
