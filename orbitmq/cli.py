@@ -22,6 +22,14 @@ _SUBCOMMANDS: dict[str, str] = {
     "admin": "orbitmq.admin.cli:admin_group",
 }
 
+# One-line summaries for `orbitmq --help`, so listing commands imports nothing.
+_SUMMARIES: dict[str, str] = {
+    "namesrv": "Run a NameServer (RocketMQ's mqnamesrv).",
+    "broker": "Run a Broker from a broker.conf (RocketMQ's mqbroker).",
+    "dev": "Run a NameServer and a Broker in one process, store in ./orbitmq-data.",
+    "admin": "Administer topics, groups, brokers and messages (RocketMQ's mqadmin).",
+}
+
 
 def _load(target: str) -> click.Command:
     module_name, attr = target.split(":")
@@ -37,6 +45,10 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = _SUBCOMMANDS.get(cmd_name)
         return _load(target) if target else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, _SUMMARIES[name]) for name in self.list_commands(ctx)])
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

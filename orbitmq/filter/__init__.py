@@ -1,0 +1,1 @@
+"""Message filters evaluated by the broker: tag hash codes and SQL92 selectors."""
