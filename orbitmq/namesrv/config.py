@@ -1,0 +1,235 @@
+"""NameServer configuration: a frozen dataclass read from RocketMQ's namesrv.properties keys.
+
+Keys come in RocketMQ's spelling (`listenPort`, `kvConfigPath`,
+`orderMessageEnable`, ...) so an existing namesrv.properties works. A key we do
+not know raises ConfigError naming it; RocketMQ's Netty tuning keys, which
+have no counterpart in an asyncio server, are accepted and reported in
+`ignored_keys` so the command line can warn about them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+
+from orbitmq.errors import ConfigError
+
+
+def _default_kv_config_path() -> str:
+    # RocketMQ keeps the KV table at ${user.home}/namesrv/kvConfig.json.
+    return os.path.join(os.path.expanduser("~"), "namesrv", "kvConfig.json")
+
+
+@dataclass(frozen=True)
+class NamesrvConfig:
+    """Settings of one NameServer; durations are milliseconds as in RocketMQ's files."""
+
+    #: Our own key `listenHost`: RocketMQ binds every interface, so we do by default.
+    listen_host: str = "0.0.0.0"
+    #: RocketMQ's name server port, so existing clients find us.
+    listen_port: int = 9876
+    kv_config_path: str = ""
+    #: When true, GET_ROUTEINFO_BY_TOPIC adds orderTopicConf from the ORDER_TOPIC_CONFIG namespace.
+    order_message_enable: bool = False
+    #: How often silent brokers are looked for (10 s in RocketMQ 4.x).
+    scan_not_active_broker_interval_ms: int = 10_000
+    #: How long a broker may stay silent (RocketMQ's BROKER_CHANNEL_EXPIRED_TIME, 2 minutes).
+    broker_channel_expired_time_ms: int = 120_000
+    #: RocketMQ's frameMaxLength default: 16 MiB.
+    max_frame_length: int = 16 << 20
+    rocketmq_home: str = ""
+    product_env_name: str = "center"
+    cluster_test: bool = False
+    #: RocketMQ keys that were given but have no effect here.
+    ignored_keys: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.kv_config_path:
+            object.__setattr__(self, "kv_config_path", _default_kv_config_path())
+        if not 0 <= self.listen_port <= 65535:
+            raise ConfigError(f"listenPort must be 0..65535, got {self.listen_port}")
+        for name in ("scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{_KEY_OF_FIELD[name]} must be positive, got {getattr(self, name)}")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> NamesrvConfig:
+        """Build a config from RocketMQ-named keys; unknown keys or bad values raise ConfigError."""
+        return cls().updated(props, at_runtime=False)
+
+    def updated(self, props: Mapping[str, str], *, at_runtime: bool = True) -> NamesrvConfig:
+        """A copy with `props` applied.
+
+        With `at_runtime` (UPDATE_NAMESRV_CONFIG), keys that only take effect
+        at start-up (the listen address, the KV file) are refused, as RocketMQ
+        refuses its config black list.
+        """
+        changes: dict[str, object] = {}
+        ignored = list(self.ignored_keys)
+        for key, raw in props.items():
+            key = key.strip()
+            if key in INERT_KEYS:
+                if key not in ignored:
+                    ignored.append(key)
+                continue
+            spec = _KEYS.get(key)
+            if spec is None:
+                raise ConfigError(f"unknown namesrv config key: {key}")
+            name, parse = spec
+            if at_runtime and key in STARTUP_ONLY_KEYS:
+                raise ConfigError(f"namesrv config key {key} cannot be changed while running")
+            try:
+                changes[name] = parse(raw.strip())
+            except ValueError as exc:
+                raise ConfigError(f"bad value for namesrv config key {key}: {raw!r} ({exc})") from None
+        return replace(self, ignored_keys=tuple(ignored), **changes)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting under its RocketMQ key, values as a properties file writes them."""
+        out: dict[str, str] = {}
+        for f in fields(self):
+            key = _KEY_OF_FIELD.get(f.name)
+            if key is None:
+                continue
+            value = getattr(self, f.name)
+            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return out
+
+
+def _parse_bool(text: str) -> bool:
+    # Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
+    # We are stricter so a typo is noticed.
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError("expected true or false")
+
+
+def _parse_int(text: str) -> int:
+    return int(text)
+
+
+def _parse_str(text: str) -> str:
+    return text
+
+
+_KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "listenHost": ("listen_host", _parse_str),
+    "listenPort": ("listen_port", _parse_int),
+    "kvConfigPath": ("kv_config_path", _parse_str),
+    "orderMessageEnable": ("order_message_enable", _parse_bool),
+    "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", _parse_int),
+    "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", _parse_int),
+    "maxFrameLength": ("max_frame_length", _parse_int),
+    "rocketmqHome": ("rocketmq_home", _parse_str),
+    "productEnvName": ("product_env_name", _parse_str),
+    "clusterTest": ("cluster_test", _parse_bool),
+}
+_KEY_OF_FIELD: dict[str, str] = {name: key for key, (name, _) in _KEYS.items()}
+
+#: Keys that bind sockets or open files at start-up.
+STARTUP_ONLY_KEYS = frozenset({"listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "rocketmqHome"})
+
+#: RocketMQ 4.x namesrv keys that tune Netty thread pools, buffers and its
+#: config store; an asyncio server on one event loop has nothing to tune.
+INERT_KEYS = frozenset(
+    {
+        "configStorePath",
+        "serverWorkerThreads",
+        "serverCallbackExecutorThreads",
+        "serverSelectorThreads",
+        "serverOnewaySemaphoreValue",
+        "serverAsyncSemaphoreValue",
+        "serverChannelMaxIdleTimeSeconds",
+        "serverSocketSndBufSize",
+        "serverSocketRcvBufSize",
+        "serverPooledByteBufAllocatorEnable",
+        "useEpollNativeSelector",
+    }
+)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java properties text: `key=value`, `key:value` or `key value` lines.
+
+    Handles `#`/`!` comments, backslash line continuations and the escapes
+    `\\t \\n \\r \\f \\\\ \\uXXXX`. A later key replaces an earlier one, as in Java.
+    """
+    props: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        # A line ending in an odd number of backslashes continues on the next.
+        while _continues(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        if _continues(line):
+            line = line[:-1]
+        key, value = _split_entry(line)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _split_entry(line: str) -> tuple[str, str]:
+    j = 0
+    while j < len(line):
+        ch = line[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        j += 1
+    key = line[:j]
+    if line[j : j + 1] in ("=", ":"):
+        return key, line[j + 1 :].lstrip(" \t\f")
+    rest = line[j:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    j = 0
+    while j < len(text):
+        ch = text[j]
+        if ch != "\\" or j + 1 >= len(text):
+            out.append(ch)
+            j += 1
+            continue
+        nxt = text[j + 1]
+        if nxt == "u" and j + 6 <= len(text):
+            try:
+                out.append(chr(int(text[j + 2 : j + 6], 16)))
+                j += 6
+                continue
+            except ValueError:
+                raise ConfigError(f"malformed \\u escape in properties: {text[j:j + 6]!r}") from None
+        out.append(_ESCAPES.get(nxt, nxt))
+        j += 2
+    return "".join(out)
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """Properties text with one `key=value` line per entry, as GET_NAMESRV_CONFIG returns it."""
+    return "".join(f"{k}={_escape(v)}\n" for k, v in props.items())
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
