@@ -1,0 +1,129 @@
+"""Frozen configuration of client instances, producers and consumers.
+
+Field names are Python's; defaults are RocketMQ 4.9's (so a Python client
+behaves like a Java one of the same group) and each says where it comes from.
+`from_kwargs` builds a config from keyword arguments and turns a mistyped
+name into a `ConfigError` rather than a silent default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from orbitmq.client.allocate import Averagely, QueueAllocator
+from orbitmq.errors import ConfigError
+
+
+class MessageModel(str, enum.Enum):
+    CLUSTERING = "CLUSTERING"
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeFromWhere(str, enum.Enum):
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+def _half_hour_ago() -> str:
+    # Java's default consumeTimestamp: 30 minutes before start, yyyyMMddHHmmss local time.
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(time.time() - 1800))
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    #: NameServer addresses, `host:port` separated by `;` (RocketMQ's namesrvAddr).
+    namesrv_addr: str = "127.0.0.1:9876"
+    #: "DEFAULT" becomes `<pid>#<process start ns>`: one shared instance per process.
+    instance_name: str = "DEFAULT"
+    #: Address this client announces in its id; None finds the local non-loopback IP.
+    client_ip: str | None = None
+    unit_name: str | None = None
+    poll_name_server_interval_ms: int = 30_000
+    heartbeat_broker_interval_ms: int = 30_000
+    persist_consumer_offset_interval_ms: int = 5_000
+    #: Default RPC timeout (mqClientApiTimeout).
+    mq_client_api_timeout_ms: int = 3_000
+
+
+@dataclass(frozen=True)
+class ProducerConfig(ClientConfig):
+    group: str = "DEFAULT_PRODUCER"
+    #: Template topic for auto-created topics (createTopicKey) and its queue count.
+    create_topic_key: str = "TBW102"
+    default_topic_queue_nums: int = 4
+    send_msg_timeout_ms: int = 3_000
+    #: Bodies of at least this many bytes are zlib-compressed (§5.4).
+    compress_msg_body_over_howmuch: int = 4_096
+    compress_level: int = 5
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    retry_another_broker_when_not_store_ok: bool = False
+    max_message_size: int = 4 * 1024 * 1024
+    send_latency_fault_enable: bool = False
+
+
+@dataclass(frozen=True)
+class ConsumerConfig(ClientConfig):
+    group: str = "DEFAULT_CONSUMER"
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    consume_timestamp: str = field(default_factory=_half_hour_ago)
+    allocate_strategy: QueueAllocator = field(default_factory=Averagely)
+    #: Worker threads for synchronous listeners (consumeThreadMax).
+    consume_thread_max: int = 20
+    consume_concurrently_max_span: int = 2_000
+    pull_threshold_for_queue: int = 1_000
+    pull_threshold_size_for_queue: int = 100  # MiB
+    pull_interval_ms: int = 0
+    pull_batch_size: int = 32
+    consume_message_batch_max_size: int = 1
+    post_subscription_when_pull: bool = False
+    #: -1: 16 for concurrent consumers, unlimited for orderly ones (Java's rule).
+    max_reconsume_times: int = -1
+    suspend_current_queue_time_ms: int = 1_000
+    consume_timeout_minutes: int = 15
+    broker_suspend_max_time_ms: int = 15_000
+    consumer_timeout_when_suspend_ms: int = 30_000
+    pull_time_delay_ms_when_exception: int = 1_000
+    rebalance_interval_ms: int = 20_000
+    #: Directory for broadcasting offsets; None means ~/.rocketmq_offsets.
+    offsets_dir: str | None = None
+    #: Lite pull consumer: commit consumed offsets automatically every interval.
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    poll_timeout_ms: int = 5_000
+    pull_threshold_for_all: int = 10_000
+
+
+C = TypeVar("C", bound=ClientConfig)
+
+
+def from_kwargs(cls: type[C], **kwargs: Any) -> C:
+    """Build `cls` from keyword arguments; unknown names raise ConfigError, enums accept strings."""
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} option(s): {', '.join(unknown)}")
+    converted: dict[str, Any] = {}
+    for name, value in kwargs.items():
+        if name == "message_model":
+            value = _enum(MessageModel, value)
+        elif name == "consume_from_where":
+            value = _enum(ConsumeFromWhere, value)
+        converted[name] = value
+    return cls(**converted)
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def _enum(kind: type[E], value: Any) -> E:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{value!r} is not one of {[e.value for e in kind]}") from None
