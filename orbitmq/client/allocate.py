@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from typing import Collection, Protocol, Sequence
+from collections.abc import Collection, Sequence
+from typing import Protocol
 
 from orbitmq.client.queue import MessageQueue
 from orbitmq.errors import ClientError

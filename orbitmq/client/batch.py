@@ -13,7 +13,7 @@ A batch body is the items back to back, each laid out as:
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from orbitmq.common.message import Message
 from orbitmq.common.properties import MAX_PROPERTIES_BYTES, encode_properties_bytes

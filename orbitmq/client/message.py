@@ -8,7 +8,7 @@ refused at construction rather than at the broker.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from orbitmq.common.message import Message as _Message
 from orbitmq.common.message import MessageExt

@@ -16,8 +16,9 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Protocol
 
 from orbitmq.client.queue import MessageQueue
 from orbitmq.errors import BrokerError, QueryNotFound

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Generic, Protocol, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Generic, Protocol, TypeVar
 
 #: A client that has not pulled a queue for this long gives it up in rebalance.
 PULL_MAX_IDLE_MS = 120_000
@@ -72,8 +73,7 @@ class ProcessQueue(Generic[M]):
                 self._order.append(off)
             self.msg_count += 1
             self.msg_size += len(msg.body)
-            if off > self.queue_offset_max:
-                self.queue_offset_max = off
+            self.queue_offset_max = max(self.queue_offset_max, off)
         dispatch = False
         if self._msgs and not self.consuming:
             dispatch = True

@@ -22,7 +22,7 @@ class MessageQueue:
         return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "MessageQueue":
+    def from_json(cls, obj: dict[str, Any]) -> MessageQueue:
         return cls(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))
 
     def java_str(self) -> str:

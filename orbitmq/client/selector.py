@@ -8,7 +8,8 @@ same, which is what keeps per-key order.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.hashing import java_string_hash

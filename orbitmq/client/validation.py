@@ -7,7 +7,7 @@ Java client uses, so users of both see the same reason.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from orbitmq.common.message import Message
 from orbitmq.errors import MessageValidationError

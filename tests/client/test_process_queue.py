@@ -38,7 +38,7 @@ def test_duplicate_pulls_are_counted_once() -> None:
 def test_span_and_counts_trigger_flow_control() -> None:
     pq: ProcessQueue[Msg] = ProcessQueue()
     pq.put_messages([Msg(0), Msg(2500)])
-    kwargs = dict(threshold_count=1000, threshold_size_mib=100, max_span=2000)
+    kwargs = {"threshold_count": 1000, "threshold_size_mib": 100, "max_span": 2000}
     assert pull_delay_ms(pq, orderly=False, **kwargs) == 50
     assert pull_delay_ms(pq, orderly=True, **kwargs) == 0
     pq.remove_messages([Msg(0)])
