@@ -8,14 +8,14 @@ transport moves frames. Field meanings follow RocketMQ 4.9.7's RemotingCommand
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Sequence, Union
 
 #: A body is bytes, a memoryview, or a list of buffers written back to back
 #: (pull responses send slices of the mapped CommitLog without joining them).
-Buffer = Union[bytes, bytearray, memoryview]
-Body = Union[Buffer, Sequence[Buffer], None]
+Buffer = bytes | bytearray | memoryview
+Body = Buffer | Sequence[Buffer] | None
 
 RPC_TYPE_RESPONSE = 0x1
 RPC_ONEWAY = 0x2
@@ -78,7 +78,7 @@ class RemotingCommand:
         *,
         oneway: bool = False,
         remark: str | None = None,
-    ) -> "RemotingCommand":
+    ) -> RemotingCommand:
         return cls(code, ext_fields, body, remark, flag=RPC_ONEWAY if oneway else 0)
 
     def response(
@@ -87,7 +87,7 @@ class RemotingCommand:
         remark: str | None = None,
         ext_fields: dict[str, str] | None = None,
         body: Body = None,
-    ) -> "RemotingCommand":
+    ) -> RemotingCommand:
         """A response to this request: same opaque and serialization type."""
         return RemotingCommand(
             code,

@@ -1,0 +1,335 @@
+"""The asyncio remoting server and client.
+
+Both sides speak through `Connection` (connection.py): requests in either
+direction, each incoming request handled in its own task, responses matched
+by opaque, outgoing frames coalesced per loop turn.
+
+    server = RemotingServer(host="127.0.0.1", port=0)
+    server.register(RequestCode.PULL_MESSAGE, handler)
+    host, port = await server.start()
+
+    client = RemotingClient()
+    response = await client.invoke(f"{host}:{port}", cmd, timeout=3.0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self
+
+from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.remoting.codec import DEFAULT_MAX_FRAME_LENGTH
+from orbitmq.remoting.command import RPC_ONEWAY, RemotingCommand
+from orbitmq.remoting.connection import Connection, Handler, Peer
+
+__all__ = ["Handler", "Peer", "RemotingClient", "RemotingServer", "split_addr"]
+
+log = logging.getLogger("orbitmq.remoting")
+
+DisconnectCallback = Callable[[Peer], "Awaitable[None] | None"]
+
+#: Handler tasks one connection may have running before we stop reading from it.
+DEFAULT_MAX_INFLIGHT = 4096
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """`"host:port"` -> (host, port); raises `ConnectError` for anything else."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConnectError(f"bad address {addr!r}, expected host:port")
+    return host.strip("[]"), int(port)
+
+
+class RemotingServer:
+    """Accepts connections and dispatches requests to handlers by request code.
+
+    Guarantees: each request runs in its own task (a long poll never blocks
+    its connection); an unknown code is answered REQUEST_CODE_NOT_SUPPORTED
+    (remark `" request type <code> not supported"`) unless a default handler is
+    registered; a oneway request is never answered; a handler's exception
+    becomes a SYSTEM_ERROR answer with the exception text as remark; a bad
+    frame closes only its own connection. Responses go out with the request's
+    opaque and serialization type.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT,
+        backlog: int = 1024,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.max_frame_length = max_frame_length
+        self.max_inflight_per_connection = max_inflight_per_connection
+        self.backlog = backlog
+        self._handlers: dict[int, Handler] = {}
+        self._default_handler: Handler | None = None
+        self._disconnect_callbacks: list[DisconnectCallback] = []
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[Connection] = set()
+        self._callback_tasks: set[asyncio.Task[Any]] = set()
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Serve requests with `code` by `handler` (replaces an earlier one); allowed while running."""
+        self._handlers[int(code)] = handler
+
+    def register_default(self, handler: Handler) -> None:
+        """Serve every code that has no handler of its own with `handler`."""
+        self._default_handler = handler
+
+    def on_disconnect(self, callback: DisconnectCallback) -> None:
+        """Call `callback(peer)` (plain or async) once for each connection that closes."""
+        self._disconnect_callbacks.append(callback)
+
+    @property
+    def peers(self) -> list[Peer]:
+        """The currently open connections."""
+        return [conn.peer for conn in self._connections]
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.host, self.port
+
+    async def start(self) -> tuple[str, int]:
+        """Bind and listen; returns the bound (host, port), port 0 resolved."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._new_connection, self.host, self.port, backlog=self.backlog, reuse_address=True
+        )
+        sockname = self._server.sockets[0].getsockname()
+        self.host, self.port = str(sockname[0]), int(sockname[1])
+        log.info("remoting server listening on %s:%d", self.host, self.port)
+        return self.host, self.port
+
+    def _new_connection(self) -> Connection:
+        conn = Connection(
+            self._handlers,
+            default_handler=self._default_handler,
+            max_frame_length=self.max_frame_length,
+            max_inflight=self.max_inflight_per_connection,
+            on_lost=self._connection_lost,
+        )
+        self._connections.add(conn)
+        return conn
+
+    def _connection_lost(self, conn: Connection) -> None:
+        self._connections.discard(conn)
+        for callback in self._disconnect_callbacks:
+            try:
+                result = callback(conn.peer)
+            except Exception:
+                log.exception("disconnect callback failed for %s", conn.peer.addr)
+                continue
+            if inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                self._callback_tasks.add(task)
+                task.add_done_callback(self._callback_done)
+
+    def _callback_done(self, task: asyncio.Task[Any]) -> None:
+        self._callback_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("disconnect callback failed", exc_info=task.exception())
+
+    async def close(self) -> None:
+        """Stop accepting, close every connection (cancelling its handler tasks) and wait for them."""
+        if self._server is not None:
+            self._server.close()
+        conns = list(self._connections)
+        for conn in conns:
+            conn.close()
+        if conns:
+            await asyncio.wait([conn.lost for conn in conns], timeout=5.0)
+        for conn in conns:
+            if not conn.lost.done():
+                conn.abort()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        if self._callback_tasks:
+            await asyncio.wait(list(self._callback_tasks), timeout=5.0)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+
+class RemotingClient:
+    """Sends requests to servers by address, one reused connection per address.
+
+    A lost connection fails its pending requests at once with `ConnectError`
+    and is re-established by the next request. Requests the server sends to
+    the client (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go
+    to handlers registered here and are answered unless oneway.
+    """
+
+    def __init__(
+        self,
+        connect_timeout: float = 3.0,
+        *,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT,
+    ) -> None:
+        self.connect_timeout = connect_timeout
+        self.max_frame_length = max_frame_length
+        self.max_inflight_per_connection = max_inflight_per_connection
+        self._handlers: dict[int, Handler] = {}
+        self._connections: dict[str, Connection] = {}
+        self._connecting: dict[str, asyncio.Task[Connection]] = {}
+        self._async_tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Serve requests with `code` that a server sends over our connections."""
+        self._handlers[int(code)] = handler
+
+    async def connect(self, addr: str) -> Peer:
+        """The connection to `addr`, opened if needed (`ConnectError` on failure or timeout)."""
+        return (await self._connection(addr)).peer
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        """Send `cmd` to `addr` and wait for its response.
+
+        `timeout` (seconds) covers connecting and waiting; raises `ConnectError`
+        when the connection cannot be made or is lost, `RequestTimeout` when no
+        response arrives in time.
+        """
+        conn = self._connections.get(addr)
+        if conn is None or conn.closed:
+            started = time.monotonic()
+            conn = await self._connection(addr, timeout)
+            timeout -= time.monotonic() - started
+            if timeout <= 0:
+                raise RequestTimeout(f"connecting to {addr} used up the request timeout")
+        return await conn.invoke(cmd, timeout)
+
+    def invoke_async(
+        self,
+        addr: str,
+        cmd: RemotingCommand,
+        timeout: float = 3.0,
+        callback: Callable[[asyncio.Future[RemotingCommand]], None] | None = None,
+    ) -> asyncio.Future[RemotingCommand]:
+        """Send `cmd` without waiting; the returned future gets the response or the error.
+
+        `callback(future)` is called once the future is done (as with
+        `add_done_callback`). Must be called from the client's event loop.
+        """
+        conn = self._connections.get(addr)
+        if conn is not None and not conn.closed:
+            fut = conn.invoke_future(cmd, timeout)
+        else:
+            task = asyncio.ensure_future(self.invoke(addr, cmd, timeout))
+            self._async_tasks.add(task)
+            task.add_done_callback(self._async_tasks.discard)
+            fut = task
+        if callback is not None:
+            fut.add_done_callback(callback)
+        return fut
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        """Send `cmd` flagged oneway; returns once it is queued (`ConnectError` if that fails)."""
+        cmd.flag |= RPC_ONEWAY
+        conn = self._connections.get(addr)
+        if conn is None or conn.closed:
+            conn = await self._connection(addr)
+        conn.send(cmd)
+        await conn.drain()
+
+    def close_connection(self, addr: str) -> None:
+        """Close the connection to `addr` if open; pending requests on it fail with `ConnectError`."""
+        conn = self._connections.pop(addr, None)
+        if conn is not None:
+            conn.close()
+
+    async def _connection(self, addr: str, timeout: float | None = None) -> Connection:
+        if self._closed:
+            raise ConnectError("client is closed")
+        conn = self._connections.get(addr)
+        if conn is not None and not conn.closed:
+            return conn
+        task = self._connecting.get(addr)
+        if task is None:
+            task = asyncio.ensure_future(self._open(addr))
+            self._connecting[addr] = task
+            task.add_done_callback(lambda t: self._connect_done(addr, t))
+        # Several callers may wait for one connect; shield it from any one of them being cancelled.
+        wait = self.connect_timeout if timeout is None else min(timeout, self.connect_timeout)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), wait + 0.1)
+        except TimeoutError:
+            raise ConnectError(f"connect to {addr} timed out after {wait}s") from None
+
+    def _connect_done(self, addr: str, task: asyncio.Task[Connection]) -> None:
+        if self._connecting.get(addr) is task:
+            del self._connecting[addr]
+        if not task.cancelled():
+            task.exception()  # retrieved here: the waiters that got it may have given up already
+
+    async def _open(self, addr: str) -> Connection:
+        host, port = split_addr(addr)
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(self._new_connection, host, port), self.connect_timeout
+            )
+        except TimeoutError:
+            raise ConnectError(f"connect to {addr} timed out after {self.connect_timeout}s") from None
+        except OSError as exc:
+            raise ConnectError(f"connect to {addr} failed: {exc}") from None
+        if self._closed:
+            conn.close()
+            raise ConnectError("client is closed")
+        self._connections[addr] = conn
+        log.debug("connected to %s", addr)
+        return conn
+
+    def _new_connection(self) -> Connection:
+        return Connection(
+            self._handlers,
+            max_frame_length=self.max_frame_length,
+            max_inflight=self.max_inflight_per_connection,
+            on_lost=self._connection_lost,
+        )
+
+    def _connection_lost(self, conn: Connection) -> None:
+        for addr, known in list(self._connections.items()):
+            if known is conn:
+                del self._connections[addr]
+                log.info("connection to %s lost", addr)
+
+    async def close(self) -> None:
+        """Close every connection; requests still pending fail with `ConnectError`."""
+        self._closed = True
+        for task in list(self._connecting.values()) + list(self._async_tasks):
+            task.cancel()
+        conns = list(self._connections.values())
+        self._connections.clear()
+        for conn in conns:
+            conn.close()
+        if conns:
+            await asyncio.wait([conn.lost for conn in conns], timeout=5.0)
+        for conn in conns:
+            if not conn.lost.done():
+                conn.abort()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

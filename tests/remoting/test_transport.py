@@ -1,0 +1,240 @@
+"""Behaviour of RemotingServer and RemotingClient over real loopback sockets (in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.remoting.codec import FrameDecoder, encode
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand, SerializeType
+from orbitmq.remoting.transport import Peer, RemotingClient, RemotingServer
+
+pytestmark = pytest.mark.timeout(20)
+
+ECHO = 9001
+FAIL = 9002
+SLOW = 9003
+RECORD = 9004
+
+
+async def echo(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+    return request.response(ext_fields=dict(request.ext_fields or {}), body=request.body_bytes())
+
+
+async def fail(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+    raise RuntimeError("disk on fire")
+
+
+async def slow(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+    await asyncio.sleep(float(request.field("seconds", "5") or 5))
+    return request.response()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RemotingServer]:
+    srv = RemotingServer("127.0.0.1", 0)
+    srv.register(ECHO, echo)
+    srv.register(FAIL, fail)
+    srv.register(SLOW, slow)
+    await srv.start()
+    try:
+        yield srv
+    finally:
+        await srv.close()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    async with RemotingClient(connect_timeout=2.0) as c:
+        yield c
+
+
+def addr_of(server: RemotingServer) -> str:
+    return f"{server.host}:{server.port}"
+
+
+async def raw_connection(server: RemotingServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(server.host, server.port)
+
+
+async def read_one(reader: asyncio.StreamReader, timeout: float = 3.0) -> RemotingCommand:
+    decoder = FrameDecoder()
+    while True:
+        data = await asyncio.wait_for(reader.read(65536), timeout)
+        if not data:
+            raise ConnectionError("closed by server")
+        commands = decoder.feed(data)
+        if commands:
+            return commands[0]
+
+
+async def test_a_request_is_answered_with_the_same_opaque_and_body(server: RemotingServer, client: RemotingClient) -> None:
+    request = RemotingCommand.request(ECHO, {"k": "v"}, body=[b"ab", memoryview(b"cd")])
+    response = await client.invoke(addr_of(server), request, timeout=3.0)
+    assert response.opaque == request.opaque
+    assert response.is_response
+    assert response.ext_fields == {"k": "v"}
+    assert response.body == b"abcd"
+
+
+async def test_a_binary_header_request_gets_a_binary_header_response(server: RemotingServer) -> None:
+    reader, writer = await raw_connection(server)
+    request = RemotingCommand.request(ECHO, {"topic": "T"})
+    request.serialize_type = SerializeType.ROCKETMQ
+    writer.writelines(encode(request))
+    response = await read_one(reader)
+    assert response.serialize_type == SerializeType.ROCKETMQ
+    assert response.opaque == request.opaque and response.ext_fields == {"topic": "T"}
+    writer.close()
+
+
+async def test_an_unknown_request_code_is_answered_request_code_not_supported(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    response = await client.invoke(addr_of(server), RemotingCommand.request(4242), timeout=3.0)
+    assert response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert response.remark == " request type 4242 not supported"
+
+
+async def test_a_failing_handler_is_answered_system_error_and_the_connection_keeps_working(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    response = await client.invoke(addr_of(server), RemotingCommand.request(FAIL), timeout=3.0)
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert response.remark is not None and "disk on fire" in response.remark
+    again = await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"x"), timeout=3.0)
+    assert again.code == ResponseCode.SUCCESS and again.body == b"x"
+
+
+async def test_a_oneway_request_is_never_answered(server: RemotingServer) -> None:
+    seen: list[RemotingCommand] = []
+
+    async def record(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        seen.append(request)
+        return request.response()
+
+    server.register(RECORD, record)
+    reader, writer = await raw_connection(server)
+    writer.writelines(encode(RemotingCommand.request(RECORD, oneway=True)))
+    writer.writelines(encode(RemotingCommand.request(4242, oneway=True)))
+    ping = RemotingCommand.request(ECHO)
+    writer.writelines(encode(ping))
+    # The first and only answer on the connection is the one to the normal request.
+    response = await read_one(reader)
+    assert response.opaque == ping.opaque
+    assert len(seen) == 1 and seen[0].is_oneway
+    writer.close()
+
+
+async def test_a_slow_handler_does_not_block_other_requests_on_the_connection(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    held = client.invoke_async(addr_of(server), RemotingCommand.request(SLOW, {"seconds": "2"}), timeout=5.0)
+    quick = await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"q"), timeout=1.0)
+    assert quick.body == b"q"
+    assert not held.done()
+    assert (await held).code == ResponseCode.SUCCESS
+
+
+async def test_a_request_without_answer_in_time_raises_request_timeout(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    with pytest.raises(RequestTimeout):
+        await client.invoke(addr_of(server), RemotingCommand.request(SLOW, {"seconds": "5"}), timeout=0.2)
+    # The connection survives a timeout.
+    response = await client.invoke(addr_of(server), RemotingCommand.request(ECHO), timeout=3.0)
+    assert response.code == ResponseCode.SUCCESS
+
+
+async def test_invoke_async_calls_back_with_the_done_future(server: RemotingServer, client: RemotingClient) -> None:
+    done: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+
+    def callback(fut: asyncio.Future[RemotingCommand]) -> None:
+        done.set_result(fut.result())
+
+    fut = client.invoke_async(addr_of(server), RemotingCommand.request(ECHO, body=b"cb"), 3.0, callback)
+    assert (await asyncio.wait_for(done, 3.0)).body == b"cb"
+    assert fut.result().body == b"cb"
+
+
+async def test_connecting_to_a_closed_port_raises_connect_error(client: RemotingClient) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ConnectError):
+        await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO), timeout=2.0)
+
+
+async def test_pending_requests_fail_at_once_with_connect_error_when_the_connection_is_lost(
+    client: RemotingClient,
+) -> None:
+    async with RemotingServer() as srv:
+        srv.register(SLOW, slow)
+        pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW, {"seconds": "30"}), 30.0)
+        await asyncio.sleep(0.1)
+        for peer in srv.peers:
+            peer.close()
+        with pytest.raises(ConnectError):
+            await asyncio.wait_for(pending, 3.0)
+
+
+async def test_the_client_reconnects_after_the_server_restarts(client: RemotingClient) -> None:
+    srv = RemotingServer()
+    srv.register(ECHO, echo)
+    host, port = await srv.start()
+    addr = f"{host}:{port}"
+    assert (await client.invoke(addr, RemotingCommand.request(ECHO, body=b"1"), 3.0)).body == b"1"
+    await srv.close()
+    with pytest.raises(ConnectError):
+        await client.invoke(addr, RemotingCommand.request(ECHO), 1.0)
+    restarted = RemotingServer(host, port)
+    restarted.register(ECHO, echo)
+    await restarted.start()
+    try:
+        assert (await client.invoke(addr, RemotingCommand.request(ECHO, body=b"2"), 3.0)).body == b"2"
+    finally:
+        await restarted.close()
+
+
+async def test_the_server_can_send_a_request_to_a_client_and_get_its_answer(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    async def running_info(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        return request.response(body=b"info for " + (request.field("consumerGroup") or "").encode())
+
+    client.register(RequestCode.GET_CONSUMER_RUNNING_INFO, running_info)
+    await client.invoke(addr_of(server), RemotingCommand.request(ECHO), 3.0)
+    (peer,) = server.peers
+    cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "CG", "clientId": "c1"})
+    response = await peer.invoke(cmd, timeout=3.0)
+    assert response.body == b"info for CG"
+
+
+async def test_disconnect_callbacks_see_the_peer_that_left(server: RemotingServer) -> None:
+    gone: asyncio.Queue[Peer] = asyncio.Queue()
+    server.on_disconnect(gone.put_nowait)
+    reader, writer = await raw_connection(server)
+    writer.writelines(encode(RemotingCommand.request(ECHO)))
+    await read_one(reader)
+    (peer,) = server.peers
+    writer.close()
+    left = await asyncio.wait_for(gone.get(), 3.0)
+    assert left is peer and left.closed
+
+
+async def test_an_oversized_length_prefix_closes_only_that_connection(server: RemotingServer) -> None:
+    good_reader, good_writer = await raw_connection(server)
+    bad_reader, bad_writer = await raw_connection(server)
+    bad_writer.write(struct.pack(">i", (16 << 20) + 1) + b"\x00" * 8)
+    assert await asyncio.wait_for(bad_reader.read(), 3.0) == b""
+    ping = RemotingCommand.request(ECHO, body=b"still here")
+    good_writer.writelines(encode(ping))
+    assert (await read_one(good_reader)).body == b"still here"
+    good_writer.close()
+    bad_writer.close()
