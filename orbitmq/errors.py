@@ -44,6 +44,13 @@ class FrameError(RemotingError):
     retriable = False
 
 
+class HeaderError(OrbitMQError, ValueError):
+    """A command's custom header (extFields) lacks a required field or has a malformed value.
+
+    A server answers the request with SYSTEM_ERROR and this text as remark.
+    """
+
+
 # --- store --------------------------------------------------------------------
 
 
