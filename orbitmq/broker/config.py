@@ -1,0 +1,240 @@
+"""BrokerConfig: the broker's settings, read from a RocketMQ-style broker.conf.
+
+Fields use Python names; `from_properties` also accepts RocketMQ's property
+names (brokerName, listenPort, namesrvAddr, ...) so an existing broker.conf
+works unchanged. Keys that belong to the message store (storePathRootDir,
+flushDiskType, mappedFileSizeCommitLog, maxMessageSize, fileReservedTime, ...)
+are handed to `StoreConfig.from_properties`; a key neither side knows raises
+`ConfigError` naming it (RocketMQ drops such keys silently; we do not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orbitmq.errors import ConfigError
+from orbitmq.store.config import StoreConfig
+
+#: RocketMQ's delay level table (messageDelayLevel), levels 1..18.
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+def _default_ip() -> str:
+    """The address advertised when brokerIP1 is not set: the host's own address.
+
+    RocketMQ picks a non-loopback interface address. Resolving our host name
+    needs no network and usually gives that address; fall back to loopback.
+    """
+    try:
+        ip = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+    return ip or "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Settings of one broker. Defaults are RocketMQ 4.9.7's unless a comment says why not."""
+
+    broker_cluster_name: str = "DefaultCluster"
+    #: RocketMQ defaults to the host name; a fixed name keeps `orbitmq dev` predictable.
+    broker_name: str = "broker-a"
+    broker_id: int = 0
+    #: NameServer addresses (`host:port`), from the `;`-separated namesrvAddr.
+    namesrv_addrs: tuple[str, ...] = ()
+    listen_port: int = 10911
+    #: Interface the broker binds (not a RocketMQ key; `--listen` sets it).
+    listen_host: str = "0.0.0.0"
+    #: Address advertised to NameServers and written into message ids.
+    #: Empty means: the listen host when it is concrete, else the host's address.
+    broker_ip1: str = ""
+    broker_ip2: str = ""
+    #: PermName bits of the whole broker (6 = read and write).
+    broker_permission: int = 6
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    #: Queue count of the TBW102 template topic (read and write).
+    default_topic_queue_nums: int = 8
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    trace_on: bool = True
+    region_id: str = "DefaultRegion"
+    #: ACL (plain access validator) is a later issue; turning it on is refused, not ignored.
+    acl_enable: bool = False
+    #: A send decoded longer ago than this is answered SYSTEM_BUSY (RocketMQ's fast failure).
+    wait_time_mills_in_send_queue: int = 200
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    #: Upper bound on a client's suspendTimeoutMillis, so a bad request cannot pin a pull forever.
+    max_suspend_time_mills: int = 60_000
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6_000
+    flush_consumer_offset_interval: int = 5_000
+    #: A client channel without heartbeat for this long is dropped (scan every 10 s).
+    channel_expired_timeout_mills: int = 120_000
+    channel_scan_interval_mills: int = 10_000
+    #: Orderly-consumer queue locks expire after this long without renewal.
+    rebalance_lock_max_live_time: int = 60_000
+    default_query_max_num: int = 32
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    reject_transaction_message: bool = False
+    store_reply_message_enable: bool = True
+    #: Seconds a clean shutdown waits for in-flight requests.
+    shutdown_drain_seconds: float = 5.0
+    store: StoreConfig = field(default_factory=StoreConfig)
+
+    # --- derived values ----------------------------------------------------
+
+    @property
+    def advertised_ip(self) -> str:
+        if self.broker_ip1:
+            return self.broker_ip1
+        if self.listen_host not in ("", "0.0.0.0", "::"):
+            return self.listen_host
+        return _default_ip()
+
+    @property
+    def broker_addr(self) -> str:
+        """`ip:port` clients use to reach this broker."""
+        return f"{self.advertised_ip}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2 or self.advertised_ip}:{self.listen_port + 1}"
+
+    # --- reading -----------------------------------------------------------
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Build a config from broker.conf keys (RocketMQ or Python names).
+
+        Raises ConfigError naming the first key that is unknown or malformed.
+        """
+        broker_values, store_props = split_properties(props)
+        try:
+            store = StoreConfig.from_properties(store_props)
+        except ConfigError as exc:
+            raise ConfigError(f"broker.conf: {exc}") from exc
+        config = cls(store=store, **broker_values)
+        config.validate()
+        return config
+
+    def with_properties(self, props: Mapping[str, str]) -> BrokerConfig:
+        """A copy with broker keys replaced (UPDATE_BROKER_CONFIG). Store keys need a restart."""
+        broker_values, store_props = split_properties(props)
+        if store_props:
+            key = next(iter(store_props))
+            raise ConfigError(f"{key} is a store setting and cannot change while the broker runs")
+        updated = dataclasses.replace(self, **broker_values)
+        updated.validate()
+        return updated
+
+    def validate(self) -> None:
+        if self.acl_enable:
+            raise ConfigError("aclEnable=true: ACL is not supported by this broker yet")
+        if not 0 <= self.listen_port <= 65535:
+            raise ConfigError(f"listenPort {self.listen_port} is not a TCP port")
+        if self.broker_id < 0:
+            raise ConfigError(f"brokerId {self.broker_id} must not be negative")
+        if not self.broker_name or not self.broker_cluster_name:
+            raise ConfigError("brokerName and brokerClusterName must not be empty")
+        if self.default_topic_queue_nums <= 0:
+            raise ConfigError("defaultTopicQueueNums must be positive")
+        for addr in self.namesrv_addrs:
+            host, sep, port = addr.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ConfigError(f"namesrvAddr entry {addr!r} is not host:port")
+
+    def to_properties(self) -> dict[str, str]:
+        """Broker settings under RocketMQ names, plus the store's (GET_BROKER_CONFIG)."""
+        out: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "store":
+                continue
+            value = getattr(self, f.name)
+            if f.name == "namesrv_addrs":
+                text = ";".join(value)
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            else:
+                text = str(value)
+            out[_FIELD_TO_KEY[f.name]] = text
+        out["brokerIP1"] = self.advertised_ip
+        store_props = getattr(self.store, "to_properties", None)
+        if callable(store_props):
+            out.update({str(k): str(v) for k, v in store_props().items()})
+        return out
+
+
+# --- key tables --------------------------------------------------------------
+
+#: RocketMQ property names whose Python name is not a plain camelCase conversion.
+_SPECIAL_KEYS: dict[str, str] = {
+    "namesrvAddr": "namesrv_addrs",
+    "brokerIP1": "broker_ip1",
+    "brokerIP2": "broker_ip2",
+    "bindAddress": "listen_host",
+    "listenHost": "listen_host",
+    "channelExpiredTimeoutMills": "channel_expired_timeout_mills",
+}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+_FIELDS: dict[str, dataclasses.Field[Any]] = {
+    f.name: f for f in dataclasses.fields(BrokerConfig) if f.name != "store"
+}
+_KEY_TO_FIELD: dict[str, str] = {_camel(name): name for name in _FIELDS}
+_KEY_TO_FIELD.update(_SPECIAL_KEYS)
+_KEY_TO_FIELD.update({name: name for name in _FIELDS})
+_FIELD_TO_KEY: dict[str, str] = {name: _camel(name) for name in _FIELDS}
+_FIELD_TO_KEY.update({"namesrv_addrs": "namesrvAddr", "broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
+
+
+def _convert(key: str, name: str, raw: str) -> Any:
+    kind = _FIELDS[name].type
+    text = raw.strip()
+    try:
+        if name == "namesrv_addrs":
+            return tuple(a.strip() for a in text.split(";") if a.strip())
+        if kind == "bool":
+            lowered = text.lower()
+            if lowered not in ("true", "false"):
+                raise ValueError("expected true or false")
+            return lowered == "true"
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        return text
+    except ValueError as exc:
+        raise ConfigError(f"{key}={raw!r}: {exc}") from exc
+
+
+#: RocketMQ 4.x spells some store keys with one "p"; broker.conf files carry either spelling.
+_STORE_KEY_ALIASES: dict[str, str] = {
+    "mapedFileSizeCommitLog": "mappedFileSizeCommitLog",
+    "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue",
+}
+
+
+def split_properties(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Split properties into converted broker fields and the rest (for the store)."""
+    broker: dict[str, Any] = {}
+    rest: dict[str, str] = {}
+    for key, raw in props.items():
+        name = _KEY_TO_FIELD.get(key)
+        if name is None:
+            rest[_STORE_KEY_ALIASES.get(key, key)] = raw
+        else:
+            broker[name] = _convert(key, name, str(raw))
+    return broker, rest

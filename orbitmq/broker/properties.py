@@ -1,0 +1,95 @@
+"""Java `.properties` text, as RocketMQ's broker.conf and UPDATE_BROKER_CONFIG bodies use it.
+
+Sans-IO: text in, an ordered dict out, and back. The reader follows
+`java.util.Properties.load` closely enough for config files people write:
+`#` and `!` comments, `key=value`, `key: value` and `key value` separators,
+backslash line continuations and the common escapes (`\\t`, `\\n`, `\\uXXXX`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Join continuation lines (an odd number of trailing backslashes)."""
+    out: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if pending else raw.strip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending += line[:-1]
+            continue
+        out.append(pending + line)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return out
+
+
+def _unescape(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 6 <= len(text):
+                try:
+                    out.append(chr(int(text[i + 2 : i + 6], 16)))
+                    i += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _split(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t":
+            break
+        i += 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t")
+    return _unescape(key), _unescape(rest)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse properties text into a dict; later duplicates win, as in Java."""
+    result: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split(line)
+        if key:
+            result[key] = value.strip()
+    return result
+
+
+def format_properties(props: Mapping[str, object]) -> str:
+    """Write `key=value` lines sorted by key (how the admin tools print broker config)."""
+    lines = []
+    for key in sorted(props):
+        value = props[key]
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        else:
+            text = str(value)
+        text = text.replace("\\", "\\\\").replace("\n", "\\n")
+        lines.append(f"{key}={text}")
+    return "\n".join(lines) + ("\n" if lines else "")
