@@ -1,0 +1,420 @@
+"""The admin API: RocketMQ's admin requests to NameServers and brokers, over `orbitmq.remoting`.
+
+`AdminClient` is what `mqadmin`'s DefaultMQAdminExt is to Java: one remoting
+client, a list of NameServers and one coroutine per admin request. It needs no
+producer or consumer; sends, pulls and queries are single requests built here.
+
+Guarantees:
+
+* Every call either returns decoded data or raises an `OrbitMQError`:
+  `BrokerError` (with the peer's code and remark) when a peer refused,
+  `ConnectError` / `RequestTimeout` when no peer answered.
+* NameServer requests go to each configured NameServer in turn until one
+  answers; a NameServer's refusal (e.g. TOPIC_NOT_EXIST) is final.
+* Nothing is retried against brokers: an admin command reports what happened.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Self
+
+from orbitmq.admin import wire
+from orbitmq.admin.models import (
+    ClusterInfo,
+    ConsumeStats,
+    PullResult,
+    QueueProgress,
+    QueueStat,
+    SendResult,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicRoute,
+)
+from orbitmq.client.queue import MessageQueue
+from orbitmq.common import properties as mc
+from orbitmq.common.message import MessageExt
+from orbitmq.errors import BrokerError, ClientError, ConnectError, RemotingError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.transport import RemotingClient
+
+#: Group names the tools use when the user names none (RocketMQ's tools use
+#: TOOLS_CONSUMER for pulls; sends need some producer group).
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
+
+# Pull sysflag bit (§3.2): the request carries its own subscription, so the
+# broker needs no heartbeat from the tool.
+_PULL_FLAG_SUBSCRIPTION = 0x04
+
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: "FOUND",
+    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
+    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
+    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
+}
+
+_SEND_STATUS = {
+    ResponseCode.SUCCESS: "SEND_OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
+}
+
+
+class AdminClient:
+    """Admin requests against the NameServers `namesrv_addrs` and the brokers they list.
+
+    Use as `async with AdminClient(["127.0.0.1:9876"]) as admin: ...`; the
+    client owns its connections and closes them on exit. `timeout` (seconds)
+    bounds each request.
+    """
+
+    def __init__(self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0) -> None:
+        addrs = [a.strip() for a in namesrv_addrs if a.strip()]
+        if not addrs:
+            raise ClientError("no NameServer address given (use -n host:port or NAMESRV_ADDR)")
+        self.namesrv_addrs: tuple[str, ...] = tuple(addrs)
+        self.timeout = timeout
+        self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._remoting.close()
+
+    # --- plumbing -------------------------------------------------------------
+
+    async def _invoke(self, addr: str, cmd: RemotingCommand) -> RemotingCommand:
+        return await self._remoting.invoke(addr, cmd, timeout=self.timeout)
+
+    async def _call(
+        self,
+        addr: str,
+        code: int,
+        fields: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
+        """One request to `addr`; a response code outside `ok` raises BrokerError."""
+        response = await self._invoke(addr, RemotingCommand.request(code, dict(fields or {}), body))
+        if response.code not in ok:
+            raise BrokerError.for_code(response.code, response.remark)
+        return response
+
+    async def _namesrv(self, code: int, fields: Mapping[str, str] | None = None) -> RemotingCommand:
+        """Ask each NameServer in turn until one answers; raise its refusal or the last failure."""
+        last: RemotingError | None = None
+        for addr in self.namesrv_addrs:
+            try:
+                return await self._call(addr, code, fields)
+            except RemotingError as exc:
+                last = exc
+        assert last is not None
+        raise ConnectError(f"no NameServer answered ({', '.join(self.namesrv_addrs)}): {last}") from last
+
+    # --- NameServer -------------------------------------------------------------
+
+    async def topic_route(self, topic: str) -> TopicRoute:
+        """The topic's route; TopicNotExist when no NameServer knows it."""
+        response = await self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        return TopicRoute.from_json(topic, wire.json_object(response.body_bytes()))
+
+    async def cluster_info(self) -> ClusterInfo:
+        response = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+        return ClusterInfo.from_json(wire.json_object(response.body_bytes()))
+
+    async def topic_list(self, cluster: str | None = None) -> list[str]:
+        """All topic names the NameServer knows, or those on `cluster`'s brokers, sorted."""
+        if cluster is None:
+            response = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        else:
+            response = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": cluster})
+        body = wire.json_object(response.body_bytes())
+        return sorted(str(t) for t in body.get("topicList") or [])
+
+    async def delete_topic_in_namesrv(self, topic: str, cluster: str | None = None) -> None:
+        fields = {"topic": topic}
+        if cluster:
+            fields["clusterName"] = cluster
+        # Every NameServer keeps its own table, so each must forget the topic.
+        for addr in self.namesrv_addrs:
+            await self._call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, fields)
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """PUT_KV_CONFIG on every NameServer (each keeps its own KV table)."""
+        for addr in self.namesrv_addrs:
+            await self._call(addr, RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value})
+
+    async def cluster_masters(self, cluster: str) -> dict[str, str]:
+        """broker name -> master address of every broker in `cluster`; ClientError if none."""
+        masters = (await self.cluster_info()).master_addrs(cluster)
+        if not masters:
+            raise ClientError(f"cluster {cluster!r} has no master broker registered with the NameServer")
+        return masters
+
+    # --- topics and brokers -------------------------------------------------------
+
+    async def create_topic(self, broker_addr: str, config: TopicConfig) -> None:
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, config.to_ext_fields())
+
+    async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
+        await self._call(broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: the broker's figures as RocketMQ names them (putTps, ...)."""
+        response = await self._call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        table = wire.json_object(response.body_bytes()).get("table") or {}
+        return {str(k): str(v) for k, v in table.items()}
+
+    async def topic_stats(self, broker_addr: str, topic: str) -> list[QueueStat]:
+        response = await self._call(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+        body = wire.json_object(response.body_bytes())
+        stats = [
+            QueueStat(
+                queue,
+                int(v.get("minOffset", 0)),
+                int(v.get("maxOffset", 0)),
+                int(v.get("lastUpdateTimestamp", 0)),
+            )
+            for queue, v in wire.queue_keyed(body.get("offsetTable"))
+        ]
+        return sorted(stats, key=lambda s: s.queue)
+
+    async def create_subscription_group(self, broker_addr: str, config: SubscriptionGroupConfig) -> None:
+        body = wire.dump_json(config.to_json())
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+
+    # --- consumer progress and offsets -------------------------------------------
+
+    async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
+        fields = {"consumerGroup": group}
+        if topic:
+            fields["topic"] = topic
+        response = await self._call(broker_addr, RequestCode.GET_CONSUME_STATS, fields)
+        body = wire.json_object(response.body_bytes())
+        queues = [
+            QueueProgress(
+                queue,
+                int(v.get("brokerOffset", 0)),
+                int(v.get("consumerOffset", 0)),
+                int(v.get("lastTimestamp", 0)),
+            )
+            for queue, v in wire.queue_keyed(body.get("offsetTable"))
+        ]
+        return ConsumeStats(tuple(sorted(queues, key=lambda q: q.queue)), float(body.get("consumeTps", 0.0)))
+
+    async def reset_offset_by_time(
+        self, broker_addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET: the broker moves the group's offsets and tells its consumers."""
+        fields = {
+            "topic": topic,
+            "group": group,
+            "timestamp": str(timestamp_ms),
+            "isForce": "true" if force else "false",
+        }
+        response = await self._call(broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+        raw = response.body_bytes()
+        if not raw:
+            return {}
+        table = wire.queue_keyed(wire.json_object(raw).get("offsetTable"))
+        return dict(sorted((queue, int(offset)) for queue, offset in table))
+
+    async def query_consumer_offset(self, broker_addr: str, group: str, queue: MessageQueue) -> int | None:
+        """The group's committed offset for one queue, None when the broker has none."""
+        fields = {"consumerGroup": group, "topic": queue.topic, "queueId": str(queue.queue_id)}
+        response = await self._call(
+            broker_addr,
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            fields,
+            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return int(response.field("offset", "0") or 0)
+
+    async def max_offset(self, broker_addr: str, queue: MessageQueue) -> int:
+        fields = {"topic": queue.topic, "queueId": str(queue.queue_id)}
+        response = await self._call(broker_addr, RequestCode.GET_MAX_OFFSET, fields)
+        return int(response.field("offset", "0") or 0)
+
+    async def search_offset(self, broker_addr: str, queue: MessageQueue, timestamp_ms: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the message stored closest to the time."""
+        fields = {"topic": queue.topic, "queueId": str(queue.queue_id), "timestamp": str(timestamp_ms)}
+        response = await self._call(broker_addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields)
+        return int(response.field("offset", "0") or 0)
+
+    async def update_consumer_offset(self, broker_addr: str, group: str, queue: MessageQueue, offset: int) -> None:
+        """UPDATE_CONSUMER_OFFSET, answered (not oneway) so a failure is seen."""
+        fields = {
+            "consumerGroup": group,
+            "topic": queue.topic,
+            "queueId": str(queue.queue_id),
+            "commitOffset": str(offset),
+        }
+        await self._call(broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
+
+    # --- messages -----------------------------------------------------------------
+
+    async def send_message(
+        self,
+        broker_addr: str,
+        queue: MessageQueue,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        keys: Sequence[str] = (),
+        producer_group: str = TOOLS_PRODUCER_GROUP,
+    ) -> SendResult:
+        """SEND_MESSAGE_V2 of one message to one queue, with a fresh UNIQ_KEY."""
+        props: dict[str, str] = {}
+        if keys:
+            props[mc.KEYS] = mc.KEY_SEPARATOR.join(keys)
+        if tags:
+            props[mc.TAGS] = tags
+        props[mc.WAIT_STORE_MSG_OK] = "true"
+        uniq = wire.new_unique_id()
+        props[mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
+        fields = {
+            "a": producer_group,
+            "b": queue.topic,
+            "c": "TBW102",
+            "d": "4",
+            "e": str(queue.queue_id),
+            "f": "0",
+            "g": str(int(time.time() * 1000)),
+            "h": "0",
+            "i": mc.encode_properties(props),
+            "j": "0",
+            "k": "false",
+            "m": "false",
+            "n": queue.broker_name,
+        }
+        response = await self._call(broker_addr, RequestCode.SEND_MESSAGE_V2, fields, body, ok=tuple(_SEND_STATUS))
+        written = MessageQueue(queue.topic, queue.broker_name, int(response.field("queueId", str(queue.queue_id)) or 0))
+        return SendResult(
+            written,
+            uniq,
+            response.field("msgId", "") or "",
+            int(response.field("queueOffset", "0") or 0),
+            _SEND_STATUS[ResponseCode(response.code)],
+        )
+
+    async def pull(
+        self,
+        broker_addr: str,
+        queue: MessageQueue,
+        offset: int,
+        max_nums: int = 32,
+        group: str = TOOLS_CONSUMER_GROUP,
+    ) -> PullResult:
+        """One non-suspending PULL_MESSAGE with subscription `*`; never commits an offset."""
+        fields = {
+            "consumerGroup": group,
+            "topic": queue.topic,
+            "queueId": str(queue.queue_id),
+            "queueOffset": str(offset),
+            "maxMsgNums": str(max_nums),
+            "sysFlag": str(_PULL_FLAG_SUBSCRIPTION),
+            "commitOffset": "0",
+            "suspendTimeoutMillis": "0",
+            "subscription": "*",
+            "subVersion": "0",
+            "expressionType": "TAG",
+            "bname": queue.broker_name,
+        }
+        response = await self._call(broker_addr, RequestCode.PULL_MESSAGE, fields, ok=tuple(_PULL_STATUS))
+        messages: tuple[MessageExt, ...] = ()
+        if response.code == ResponseCode.SUCCESS:
+            messages = tuple(wire.decode_messages(response.body_bytes()))
+        return PullResult(
+            _PULL_STATUS[ResponseCode(response.code)],
+            int(response.field("nextBeginOffset", str(offset)) or offset),
+            int(response.field("minOffset", "0") or 0),
+            int(response.field("maxOffset", "0") or 0),
+            messages,
+        )
+
+    async def view_message(self, broker_addr: str, commit_log_offset: int) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID: the record at a commit-log offset."""
+        response = await self._call(
+            broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(commit_log_offset)}
+        )
+        found = wire.decode_messages(response.body_bytes())
+        if not found:
+            raise BrokerError.for_code(ResponseCode.SYSTEM_ERROR, f"no message at offset {commit_log_offset}")
+        return found[0]
+
+    async def query_message(
+        self,
+        broker_addr: str,
+        topic: str,
+        key: str,
+        *,
+        unique_key: bool = False,
+        max_num: int = 64,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> list[MessageExt]:
+        """QUERY_MESSAGE by KEYS entry (or by UNIQ_KEY with `unique_key`); [] when nothing matches."""
+        fields = {
+            "topic": topic,
+            "key": key,
+            "maxNum": str(max_num),
+            "beginTimestamp": str(begin_ms),
+            "endTimestamp": str(end_ms if end_ms is not None else 2**62),
+            "_UNIQUE_KEY_QUERY": "true" if unique_key else "false",
+        }
+        response = await self._call(
+            broker_addr,
+            RequestCode.QUERY_MESSAGE,
+            fields,
+            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return []
+        messages = wire.decode_messages(response.body_bytes())
+        # The index matches hashes; keep only real matches, as the Java admin does.
+        if unique_key:
+            return [m for m in messages if m.unique_key == key and m.topic == topic]
+        return [m for m in messages if key in m.keys and m.topic == topic]
+
+    # --- helpers used by several commands -------------------------------------------
+
+    async def pick_write_queue(
+        self, topic: str, broker_name: str | None = None, queue_id: int | None = None
+    ) -> tuple[str, MessageQueue]:
+        """(broker address, queue) for a send: the given broker/queue, or a random writable queue."""
+        route = await self.topic_route(topic)
+        queues = route.write_queues()
+        if broker_name is not None:
+            queues = [q for q in queues if q.broker_name == broker_name]
+        if queue_id is not None:
+            queues = [q for q in queues if q.queue_id == queue_id]
+        if not queues:
+            where = f" on broker {broker_name!r}" if broker_name else ""
+            which = f" with queue id {queue_id}" if queue_id is not None else ""
+            raise ClientError(f"topic {topic!r} has no writable queue{where}{which}")
+        queue = random.choice(queues)
+        return route.master_addrs()[queue.broker_name], queue
+
+    async def broker_addr_of(self, topic: str, broker_name: str) -> str:
+        """The master address of `broker_name` as the topic's route lists it."""
+        route = await self.topic_route(topic)
+        data = route.broker(broker_name)
+        if data is None or not data.master_addr:
+            known = ", ".join(b.broker_name for b in route.broker_datas) or "none"
+            raise ClientError(f"broker {broker_name!r} does not serve topic {topic!r} (brokers: {known})")
+        return data.master_addr
+

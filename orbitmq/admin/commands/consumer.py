@@ -1,0 +1,128 @@
+"""Consumer group commands: consumerProgress, updateSubGroup."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from orbitmq.admin.api import AdminClient
+from orbitmq.admin.models import QueueProgress, SubscriptionGroupConfig
+from orbitmq.admin.output import format_millis, render_table
+from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.client.validation import check_group
+from orbitmq.errors import BrokerError, ClientError, MessageValidationError, TopicNotExist
+
+RETRY_PREFIX = "%RETRY%"
+
+
+def validated_group(group: str) -> str:
+    try:
+        check_group(group)
+    except MessageValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="'-g' / '--groupName'") from None
+    return group
+
+
+async def group_brokers(admin: AdminClient, group: str) -> dict[str, str]:
+    """Brokers that may hold the group's offsets: its retry topic's route, else every master."""
+    try:
+        route = await admin.topic_route(RETRY_PREFIX + group)
+        masters = route.master_addrs()
+        if masters:
+            return masters
+    except TopicNotExist:
+        pass
+    info = await admin.cluster_info()
+    return {name: data.master_addr for name, data in info.brokers.items() if data.master_addr}
+
+
+@click.command("consumerProgress")
+@click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
+@click.option("-t", "--topicName", "topic", help="Only this topic.")
+@namesrv_option
+@timeout_option
+def consumer_progress(group: str, topic: str | None, namesrv: str | None, timeout: float) -> None:
+    """Per queue: the broker's max offset, the group's committed offset and the difference."""
+    validated_group(group)
+
+    async def action(admin: AdminClient) -> None:
+        brokers = await group_brokers(admin, group)
+        answers = await asyncio.gather(
+            *(admin.consume_stats(addr, group, topic) for addr in brokers.values()), return_exceptions=True
+        )
+        queues: list[QueueProgress] = []
+        tps = 0.0
+        refusals: list[BrokerError] = []
+        for stats in answers:
+            if isinstance(stats, BrokerError):
+                refusals.append(stats)  # this broker knows nothing of the group
+                continue
+            if isinstance(stats, BaseException):
+                raise stats
+            queues.extend(stats.queues)
+            tps += stats.consume_tps
+        if not queues:
+            if refusals:
+                raise refusals[0]
+            raise ClientError(f"no consume progress for group {group!r}")
+        queues.sort(key=lambda q: q.queue)
+        rows = [
+            (q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
+             format_millis(q.last_timestamp))
+            for q in queues
+        ]
+        headers = ["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"]
+        click.echo(render_table(headers, rows))
+        click.echo("")
+        click.echo(f"Consume TPS: {tps:.2f}")
+        click.echo(f"Diff Total: {sum(q.diff for q in queues)}")
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("updateSubGroup")
+@click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
+@click.option("-b", "--brokerAddr", "broker_addr", help="Create on this broker (host:port).")
+@click.option("-c", "--clusterName", "cluster", help="Create on every master of this cluster.")
+@click.option("-s", "--consumeEnable", "consume_enable", type=click.BOOL, default=True, show_default=True)
+@click.option("-m", "--consumeFromMinEnable", "from_min", type=click.BOOL, default=True, show_default=True)
+@click.option("-d", "--consumeBroadcastEnable", "broadcast", type=click.BOOL, default=True, show_default=True)
+@click.option("-q", "--retryQueueNums", "retry_queues", type=click.IntRange(0, 1024), default=1, show_default=True)
+@click.option("-r", "--retryMaxTimes", "retry_max", type=click.IntRange(-1, 1000), default=16, show_default=True)
+@click.option("-i", "--brokerId", "broker_id", type=click.IntRange(0), default=0, show_default=True,
+              help="Broker id to consume from.")
+@click.option("-w", "--whichBrokerWhenConsumeSlowly", "slow_broker", type=click.IntRange(0), default=1,
+              show_default=True)
+@click.option("-a", "--notifyConsumerIdsChanged", "notify", type=click.BOOL, default=True, show_default=True)
+@namesrv_option
+@timeout_option
+def update_sub_group(
+    group: str, broker_addr: str | None, cluster: str | None, consume_enable: bool, from_min: bool,
+    broadcast: bool, retry_queues: int, retry_max: int, broker_id: int, slow_broker: int, notify: bool,
+    namesrv: str | None, timeout: float,
+) -> None:
+    """Create a subscription group or update its settings."""
+    validated_group(group)
+    if bool(broker_addr) == bool(cluster):
+        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    config = SubscriptionGroupConfig(
+        group, consume_enable, from_min, broadcast, retry_queues, retry_max, broker_id, slow_broker, notify
+    )
+
+    async def action(admin: AdminClient) -> None:
+        if broker_addr:
+            addrs = [broker_addr]
+        else:
+            assert cluster is not None
+            addrs = list((await admin.cluster_masters(cluster)).values())
+        for addr in addrs:
+            await admin.create_subscription_group(addr, config)
+            click.echo(f"create subscription group to {addr} success.")
+        fields = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in config.to_json().items())
+        click.echo(f"SubscriptionGroupConfig [{fields}]")
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [consumer_progress, update_sub_group]

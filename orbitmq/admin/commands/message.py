@@ -1,0 +1,236 @@
+"""Message commands: sendMessage, consumeMessage, queryMsgById, queryMsgByKey, queryMsgByOffset."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
+from orbitmq.admin.commands.topic import validated_topic
+from orbitmq.admin.output import format_millis, render_kv, render_table
+from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.client.queue import MessageQueue
+from orbitmq.common.message import MessageExt
+from orbitmq.common.msgid import parse_offset_msg_id
+from orbitmq.errors import BrokerError, ClientError, RemotingError
+
+_BODY_PREVIEW = 200
+
+
+def body_text(body: bytes, limit: int | None = None) -> str:
+    """The body as UTF-8 text (undecodable bytes escaped), control characters made visible."""
+    text = bytes(body).decode("utf-8", errors="backslashreplace")
+    text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "..."
+    return text
+
+
+def message_detail(msg: MessageExt) -> str:
+    """The block mqadmin prints for one message."""
+    props = {k: v for k, v in msg.properties.items()}
+    return render_kv([
+        ("OffsetID", msg.offset_msg_id),
+        ("MsgId", msg.msg_id),
+        ("Topic", msg.topic),
+        ("Tags", f"[{msg.tags or ''}]"),
+        ("Keys", f"[{' '.join(msg.keys)}]"),
+        ("Queue ID", msg.queue_id),
+        ("Queue Offset", msg.queue_offset),
+        ("CommitLog Offset", msg.commit_log_offset),
+        ("Reconsume Times", msg.reconsume_times),
+        ("Born Timestamp", format_millis(msg.born_timestamp)),
+        ("Store Timestamp", format_millis(msg.store_timestamp)),
+        ("Born Host", msg.born_host),
+        ("Store Host", msg.store_host),
+        ("System Flag", msg.sys_flag),
+        ("Properties", "{" + ", ".join(f"{k}={v}" for k, v in sorted(props.items())) + "}"),
+        ("Message Body", body_text(msg.body)),
+    ])
+
+
+def looks_like_offset_id(msg_id: str) -> bool:
+    """True when the id decodes to a plausible broker address (a UNIQ_KEY puts a PID where the port is)."""
+    try:
+        host = parse_offset_msg_id(msg_id).store_host
+    except ValueError:
+        return False
+    port = host.rpartition(":")[2]
+    return port.isdigit() and 0 < int(port) < 65536
+
+
+@click.command("sendMessage")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-p", "--body", required=True, help="Message body (UTF-8 text).")
+@click.option("-k", "--keys", help="Keys, separated by spaces.")
+@click.option("-c", "--tags", help="Tag.")
+@click.option("-b", "--broker", "broker_name", help="Send to this broker (by name).")
+@click.option("-i", "--qid", "queue_id", type=click.IntRange(0), help="Send to this queue id.")
+@namesrv_option
+@timeout_option
+def send_message(
+    topic: str, body: str, keys: str | None, tags: str | None, broker_name: str | None,
+    queue_id: int | None, namesrv: str | None, timeout: float,
+) -> None:
+    """Send one message and print where it was stored."""
+    validated_topic(topic)
+    key_list = keys.split() if keys else []
+
+    async def action(admin: AdminClient) -> None:
+        addr, queue = await admin.pick_write_queue(topic, broker_name, queue_id)
+        result = await admin.send_message(addr, queue, body.encode("utf-8"), tags=tags, keys=key_list)
+        headers = ["Broker Name", "QID", "Queue Offset", "Send Result", "MsgId", "Offset MsgId"]
+        row = (result.queue.broker_name, result.queue.queue_id, result.queue_offset, result.status,
+               result.msg_id, result.offset_msg_id)
+        click.echo(render_table(headers, [row]))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("consumeMessage")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-b", "--brokerName", "broker_name", help="Only this broker.")
+@click.option("-i", "--queueId", "queue_id", type=click.IntRange(0), help="Only this queue (needs -b).")
+@click.option("-o", "--offset", type=click.IntRange(0), help="Start offset (default: each queue's min offset).")
+@click.option("-c", "--messageNumber", "count", type=click.IntRange(1), default=128, show_default=True,
+              help="Stop after this many messages.")
+@click.option("-g", "--consumerGroup", "group", default=TOOLS_CONSUMER_GROUP, show_default=True)
+@namesrv_option
+@timeout_option
+def consume_message(
+    topic: str, broker_name: str | None, queue_id: int | None, offset: int | None, count: int, group: str,
+    namesrv: str | None, timeout: float,
+) -> None:
+    """Pull messages and print them; commits no offset."""
+    validated_topic(topic)
+    if queue_id is not None and broker_name is None:
+        raise click.UsageError("-i queueId needs -b brokerName")
+
+    async def action(admin: AdminClient) -> None:
+        route = await admin.topic_route(topic)
+        masters = route.master_addrs()
+        queues = [
+            q for q in route.read_queues()
+            if (broker_name is None or q.broker_name == broker_name) and (queue_id is None or q.queue_id == queue_id)
+            and q.broker_name in masters
+        ]
+        if not queues:
+            raise ClientError(f"topic {topic!r} has no readable queue matching the options")
+        rows: list[tuple[str, int, int, str, str | None, str, str]] = []
+        for queue in queues:
+            addr = masters[queue.broker_name]
+            next_offset = offset if offset is not None else 0
+            while len(rows) < count:
+                result = await admin.pull(addr, queue, next_offset, min(32, count - len(rows)), group)
+                if result.status == "OFFSET_ILLEGAL" and result.next_begin_offset != next_offset and offset is None:
+                    next_offset = result.next_begin_offset  # start was below the queue's min offset
+                    continue
+                if result.status != "FOUND":
+                    break
+                for msg in result.messages:
+                    rows.append((queue.broker_name, queue.queue_id, msg.queue_offset, msg.msg_id,
+                                 msg.tags, " ".join(msg.keys), body_text(msg.body, _BODY_PREVIEW)))
+                next_offset = result.next_begin_offset
+            if len(rows) >= count:
+                break
+        headers = ["Broker Name", "QID", "Queue Offset", "MsgId", "Tags", "Keys", "Body"]
+        click.echo(render_table(headers, rows[:count]))
+        click.echo(f"\nConsumed {min(len(rows), count)} message(s).")
+
+    run_admin(namesrv, timeout, action)
+
+
+async def find_by_unique_key(admin: AdminClient, topic: str, key: str) -> list[MessageExt]:
+    route = await admin.topic_route(topic)
+    found = await asyncio.gather(
+        *(admin.query_message(addr, topic, key, unique_key=True) for addr in route.master_addrs().values())
+    )
+    return [m for batch in found for m in batch]
+
+
+@click.command("queryMsgById")
+@click.option("-i", "--msgId", "msg_id", required=True, help="Offset message id, or a UNIQ_KEY (with -t).")
+@click.option("-t", "--topic", help="Topic; needed to look a UNIQ_KEY up in the index.")
+@namesrv_option
+@timeout_option
+def query_msg_by_id(msg_id: str, topic: str | None, namesrv: str | None, timeout: float) -> None:
+    """Show a message by its offset message id (asked of the broker it names) or by its UNIQ_KEY."""
+    msg_id = msg_id.strip().upper()
+    if topic is not None:
+        validated_topic(topic)
+    offset_id = looks_like_offset_id(msg_id)
+    if not offset_id and topic is None:
+        raise click.UsageError(f"{msg_id!r} is not an offset message id; give -t topic to look it up as a UNIQ_KEY")
+
+    async def action(admin: AdminClient) -> None:
+        messages: list[MessageExt] = []
+        if offset_id:
+            store_host, phys = parse_offset_msg_id(msg_id)
+            try:
+                messages = [await admin.view_message(store_host, phys)]
+            except (BrokerError, RemotingError):
+                if topic is None:
+                    raise
+        if not messages and topic is not None:
+            messages = await find_by_unique_key(admin, topic, msg_id)
+        if not messages:
+            raise ClientError(f"message {msg_id} not found")
+        click.echo("\n\n".join(message_detail(m) for m in messages))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("queryMsgByKey")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-k", "--msgKey", "key", required=True, help="One message key.")
+@click.option("-f", "--maxNum", "max_num", type=click.IntRange(1, 2048), default=64, show_default=True)
+@namesrv_option
+@timeout_option
+def query_msg_by_key(topic: str, key: str, max_num: int, namesrv: str | None, timeout: float) -> None:
+    """List the messages of a topic indexed under a key."""
+    validated_topic(topic)
+
+    async def action(admin: AdminClient) -> None:
+        route = await admin.topic_route(topic)
+        found = await asyncio.gather(
+            *(admin.query_message(addr, topic, key, max_num=max_num) for addr in route.master_addrs().values())
+        )
+        messages = sorted((m for batch in found for m in batch), key=lambda m: (m.store_timestamp, m.queue_id))
+        if not messages:
+            raise ClientError(f"no message of topic {topic!r} has key {key!r}")
+        rows = [(m.msg_id, m.offset_msg_id, m.queue_id, m.queue_offset, format_millis(m.store_timestamp))
+                for m in messages]
+        click.echo(render_table(["Message ID", "Offset ID", "QID", "Offset", "Store Time"], rows))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("queryMsgByOffset")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-b", "--brokerName", "broker_name", required=True, help="Broker name.")
+@click.option("-i", "--queueId", "queue_id", type=click.IntRange(0), required=True, help="Queue id.")
+@click.option("-o", "--offset", type=click.IntRange(0), required=True, help="Queue offset.")
+@namesrv_option
+@timeout_option
+def query_msg_by_offset(
+    topic: str, broker_name: str, queue_id: int, offset: int, namesrv: str | None, timeout: float
+) -> None:
+    """Show the message at one queue offset."""
+    validated_topic(topic)
+
+    async def action(admin: AdminClient) -> None:
+        addr = await admin.broker_addr_of(topic, broker_name)
+        result = await admin.pull(addr, MessageQueue(topic, broker_name, queue_id), offset, 1)
+        match = [m for m in result.messages if m.queue_offset == offset]
+        if not match:
+            raise ClientError(
+                f"no message at offset {offset} of {topic}/{broker_name}/{queue_id} "
+                f"({result.status}; queue holds {result.min_offset}..{result.max_offset - 1})"
+            )
+        click.echo(message_detail(match[0]))
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [send_message, consume_message, query_msg_by_id, query_msg_by_key, query_msg_by_offset]

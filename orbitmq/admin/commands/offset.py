@@ -1,0 +1,75 @@
+"""resetOffsetByTime: move a group's committed offsets on a topic to a point in time."""
+
+from __future__ import annotations
+
+import click
+
+from orbitmq.admin.api import AdminClient
+from orbitmq.admin.commands.consumer import validated_group
+from orbitmq.admin.commands.topic import validated_topic
+from orbitmq.admin.output import render_table
+from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.admin.times import parse_timestamp
+from orbitmq.client.queue import MessageQueue
+from orbitmq.errors import ConsumerNotOnline
+
+
+async def reset_without_consumers(
+    admin: AdminClient, addr: str, topic: str, group: str, timestamp_ms: int, force: bool
+) -> dict[MessageQueue, int]:
+    """Reset by writing the committed offsets ourselves (mqadmin's fallback when no consumer is online).
+
+    For each queue the group consumes on this broker: the offset of the
+    message stored at `timestamp_ms` (the max offset for -1); without `force`
+    an offset only moves backwards.
+    """
+    stats = await admin.consume_stats(addr, group, topic)
+    result: dict[MessageQueue, int] = {}
+    for q in stats.queues:
+        if timestamp_ms < 0:
+            target = await admin.max_offset(addr, q.queue)
+        else:
+            target = max(0, await admin.search_offset(addr, q.queue, timestamp_ms))
+        if not force and target > q.consumer_offset:
+            target = q.consumer_offset
+        await admin.update_consumer_offset(addr, group, q.queue, target)
+        result[q.queue] = target
+    return result
+
+
+@click.command("resetOffsetByTime")
+@click.option("-g", "--group", required=True, help="Consumer group.")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-s", "--timestamp", "when", required=True,
+              help="'now', milliseconds since the epoch, or yyyy-MM-dd#HH:mm:ss:SSS (local time).")
+@click.option("-f", "--force", type=click.BOOL, default=True, show_default=True,
+              help="Also move offsets forward (false: only rewind).")
+@namesrv_option
+@timeout_option
+def reset_offset_by_time(
+    group: str, topic: str, when: str, force: bool, namesrv: str | None, timeout: float
+) -> None:
+    """Reset a consumer group's offsets on a topic to the messages stored at a time."""
+    validated_group(group)
+    validated_topic(topic)
+    try:
+        timestamp_ms = parse_timestamp(when)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'-s' / '--timestamp'") from None
+
+    async def action(admin: AdminClient) -> None:
+        route = await admin.topic_route(topic)
+        offsets: dict[MessageQueue, int] = {}
+        for addr in route.master_addrs().values():
+            try:
+                offsets.update(await admin.reset_offset_by_time(addr, topic, group, timestamp_ms, force))
+            except ConsumerNotOnline:
+                # The broker resets through online consumers only; write the offsets directly.
+                offsets.update(await reset_without_consumers(admin, addr, topic, group, timestamp_ms, force))
+        rows = [(q.broker_name, q.queue_id, off) for q, off in sorted(offsets.items())]
+        click.echo(render_table(["brokerName", "queueId", "offset"], rows))
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [reset_offset_by_time]

@@ -1,0 +1,164 @@
+"""Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import click
+
+from orbitmq.admin.api import AdminClient
+from orbitmq.admin.models import TopicConfig, perm_text
+from orbitmq.admin.output import format_millis, render_table
+from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
+from orbitmq.client.validation import check_topic
+from orbitmq.errors import MessageValidationError, TopicNotExist
+
+#: NameServer KV namespace holding `brokerName:queueNums;...` for ordered topics.
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
+_RETRY_PREFIX = "%RETRY%"
+_DLQ_PREFIX = "%DLQ%"
+
+
+def topic_argument(func: F) -> F:
+    return click.option("-t", "--topic", required=True, help="Topic name.")(func)
+
+
+def validated_topic(topic: str) -> str:
+    try:
+        check_topic(topic)
+    except MessageValidationError as exc:
+        raise click.BadParameter(str(exc), param_hint="'-t' / '--topic'") from None
+    return topic
+
+
+@click.command("updateTopic")
+@topic_argument
+@click.option("-b", "--brokerAddr", "broker_addr", help="Create on this broker (host:port).")
+@click.option("-c", "--clusterName", "cluster", help="Create on every master of this cluster.")
+@click.option("-r", "--readQueueNums", "read_queues", type=click.IntRange(1, 1024), default=8, show_default=True)
+@click.option("-w", "--writeQueueNums", "write_queues", type=click.IntRange(1, 1024), default=8, show_default=True)
+@click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
+              help="Permission bits: 4 read, 2 write, 1 inherit.")
+@click.option("-o", "--order", type=click.BOOL, default=False, show_default=True, help="Ordered topic (true/false).")
+@namesrv_option
+@timeout_option
+def update_topic(
+    topic: str, broker_addr: str | None, cluster: str | None, read_queues: int, write_queues: int,
+    perm: int, order: bool, namesrv: str | None, timeout: float,
+) -> None:
+    """Create a topic or change its queue counts and permission."""
+    validated_topic(topic)
+    if bool(broker_addr) == bool(cluster):
+        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    config = TopicConfig(topic, read_queues, write_queues, perm, order)
+
+    async def action(admin: AdminClient) -> None:
+        if broker_addr:
+            targets = {broker_addr: broker_addr}
+        else:
+            assert cluster is not None
+            targets = await admin.cluster_masters(cluster)
+        for addr in targets.values():
+            await admin.create_topic(addr, config)
+            click.echo(f"create topic to {addr} success.")
+        if order and cluster:
+            # Ordered topics pin their queues through the NameServer's KV table.
+            conf = ";".join(f"{name}:{write_queues}" for name in sorted(targets))
+            await admin.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf)
+            click.echo(f"set cluster orderConf. isOrder={order}, orderConf=[{conf}]")
+        click.echo(
+            f"TopicConfig [topicName={topic}, readQueueNums={read_queues}, writeQueueNums={write_queues}, "
+            f"perm={perm_text(perm)}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={str(order).lower()}]"
+        )
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("deleteTopic")
+@topic_argument
+@click.option("-c", "--clusterName", "cluster", required=True, help="Delete from every master of this cluster.")
+@namesrv_option
+@timeout_option
+def delete_topic(topic: str, cluster: str, namesrv: str | None, timeout: float) -> None:
+    """Delete a topic from a cluster's brokers and from the NameServers."""
+    validated_topic(topic)
+
+    async def action(admin: AdminClient) -> None:
+        masters = await admin.cluster_masters(cluster)
+        for addr in masters.values():
+            await admin.delete_topic_in_broker(addr, topic)
+        await admin.delete_topic_in_namesrv(topic, cluster)
+        click.echo(f"delete topic [{topic}] from cluster [{cluster}] success.")
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("topicList")
+@click.option("-c", "--clusterModel", "cluster_mode", is_flag=True, help="Show the cluster of each topic.")
+@namesrv_option
+@timeout_option
+def topic_list(cluster_mode: bool, namesrv: str | None, timeout: float) -> None:
+    """List the topics the NameServer knows."""
+
+    async def action(admin: AdminClient) -> None:
+        topics = await admin.topic_list()
+        if not cluster_mode:
+            for topic in topics:
+                click.echo(topic)
+            return
+        # Retry and dead-letter topics belong to groups, not to users; mqadmin hides them here too.
+        shown = [t for t in topics if not t.startswith((_RETRY_PREFIX, _DLQ_PREFIX))]
+        routes = await asyncio.gather(*(admin.topic_route(t) for t in shown), return_exceptions=True)
+        rows: list[tuple[str, str]] = []
+        for topic, route in zip(shown, routes):
+            if isinstance(route, TopicNotExist):
+                continue  # deleted between the list and the route query
+            if isinstance(route, BaseException):
+                raise route
+            clusters = sorted({b.cluster for b in route.broker_datas}) or [""]
+            rows.extend((c, topic) for c in clusters)
+        click.echo(render_table(["Cluster Name", "Topic"], sorted(rows)))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("topicRoute")
+@topic_argument
+@namesrv_option
+@timeout_option
+def topic_route(topic: str, namesrv: str | None, timeout: float) -> None:
+    """Print a topic's route (queues per broker, broker addresses) as JSON."""
+
+    async def action(admin: AdminClient) -> None:
+        route = await admin.topic_route(topic)
+        click.echo(json.dumps(route.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("topicStatus")
+@topic_argument
+@namesrv_option
+@timeout_option
+def topic_status(topic: str, namesrv: str | None, timeout: float) -> None:
+    """Per queue: min and max offset and the time of the last message."""
+
+    async def action(admin: AdminClient) -> None:
+        route = await admin.topic_route(topic)
+        masters = route.master_addrs()
+        per_broker = await asyncio.gather(*(admin.topic_stats(addr, topic) for addr in masters.values()))
+        rows = [
+            (s.queue.broker_name, s.queue.queue_id, s.min_offset, s.max_offset,
+             format_millis(s.last_update_timestamp))
+            for stats in per_broker
+            for s in stats
+        ]
+        rows.sort(key=lambda r: (r[0], r[1]))
+        click.echo(render_table(["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"], rows))
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [update_topic, delete_topic, topic_list, topic_route, topic_status]
