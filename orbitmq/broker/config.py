@@ -238,3 +238,11 @@ def split_properties(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str
         else:
             broker[name] = _convert(key, name, str(raw))
     return broker, rest
+
+
+class LiveConfig:
+    """The broker's current config. UPDATE_BROKER_CONFIG swaps `value` for a new frozen copy;
+    handlers read `live.value` per request, so they see the change at once."""
+
+    def __init__(self, value: BrokerConfig) -> None:
+        self.value = value

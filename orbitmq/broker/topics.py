@@ -1,0 +1,217 @@
+"""The broker's topic table (RocketMQ's TopicConfigManager), as pure state.
+
+Holds TopicConfig per topic and the DataVersion the NameServer compares to
+see that the topic set changed. It never touches a file: the broker persists
+`to_json()` as topics.json (TopicConfigSerializeWrapper, §4.5/§7.5) whenever
+`data_version` moved. Topic names are validated before they enter the table,
+so no name can become a path outside the store.
+
+Owned by the broker's event loop; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from orbitmq.broker.dataversion import DataVersion
+from orbitmq.common import names
+from orbitmq.common.names import PERM_INHERIT, PERM_READ, PERM_WRITE
+
+SINGLE_TAG = "SINGLE_TAG"
+MULTI_TAG = "MULTI_TAG"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """One topic's queues and flags, with RocketMQ's defaults (16/16 queues, perm RW)."""
+
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = PERM_READ | PERM_WRITE
+    topic_filter_type: str = SINGLE_TAG
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & PERM_READ)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
+    @property
+    def inheritable(self) -> bool:
+        return bool(self.perm & PERM_INHERIT)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicFilterType": self.topic_filter_type,
+            "topicName": self.topic_name,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> TopicConfig:
+        return cls(
+            topic_name=str(obj["topicName"]),
+            read_queue_nums=int(obj.get("readQueueNums", 16)),
+            write_queue_nums=int(obj.get("writeQueueNums", 16)),
+            perm=int(obj.get("perm", 6)),
+            topic_filter_type=str(obj.get("topicFilterType") or SINGLE_TAG),
+            topic_sys_flag=int(obj.get("topicSysFlag", 0)),
+            order=bool(obj.get("order", False)),
+        )
+
+
+class TopicTable:
+    """Topic configs of one broker plus their DataVersion.
+
+    Every change bumps `data_version` (counter + 1, timestamp now), which is
+    what makes the broker re-register and re-persist.
+    """
+
+    def __init__(self, clock_ms: Callable[[], int] | None = None) -> None:
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._topics: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion(self._clock_ms(), 0)
+
+    # --- reading ------------------------------------------------------------
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self._topics.get(topic)
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._topics
+
+    def __iter__(self) -> Iterator[TopicConfig]:
+        return iter(list(self._topics.values()))
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def names(self) -> list[str]:
+        return list(self._topics)
+
+    # --- changing -----------------------------------------------------------
+
+    def put(self, config: TopicConfig) -> bool:
+        """Insert or replace a topic config. Returns True when anything changed.
+
+        Raises `ValueError` (with RocketMQ's remark) for an illegal topic name.
+        """
+        problem = names.validate_topic(config.topic_name)
+        if problem:
+            raise ValueError(problem)
+        if self._topics.get(config.topic_name) == config:
+            return False
+        self._topics[config.topic_name] = config
+        self._bump()
+        return True
+
+    def delete(self, topic: str) -> bool:
+        if self._topics.pop(topic, None) is None:
+            return False
+        self._bump()
+        return True
+
+    def _bump(self) -> None:
+        self.data_version = self.data_version.next(self._clock_ms())
+
+    def create_system_topics(
+        self,
+        *,
+        cluster_name: str,
+        broker_name: str,
+        auto_create_topic_enable: bool,
+        default_topic_queue_nums: int,
+        cluster_topic_enable: bool,
+        broker_topic_enable: bool,
+        trace_topic_name: str | None,
+    ) -> None:
+        """The topics a 4.9.7 broker creates at start (§6.2). Existing configs are kept."""
+        rw = PERM_READ | PERM_WRITE
+        wanted = [TopicConfig(names.SELF_TEST_TOPIC, 1, 1)]
+        if auto_create_topic_enable:
+            wanted.append(
+                TopicConfig(
+                    names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+                    default_topic_queue_nums,
+                    default_topic_queue_nums,
+                    PERM_INHERIT | rw,
+                )
+            )
+        wanted.append(TopicConfig(names.BENCHMARK_TOPIC, 1024, 1024))
+        wanted.append(TopicConfig(cluster_name, perm=PERM_INHERIT | (rw if cluster_topic_enable else 0)))
+        wanted.append(TopicConfig(broker_name, 1, 1, PERM_INHERIT | (rw if broker_topic_enable else 0)))
+        wanted.append(TopicConfig(names.OFFSET_MOVED_EVENT, 1, 1))
+        wanted.append(TopicConfig(names.SCHEDULE_TOPIC, 18, 18))
+        if trace_topic_name:
+            wanted.append(TopicConfig(trace_topic_name, 1, 1))
+        wanted.append(TopicConfig(names.reply_topic(cluster_name), 1, 1))
+        for config in wanted:
+            if config.topic_name not in self._topics and not names.validate_topic(config.topic_name):
+                self.put(config)
+
+    def create_in_send(
+        self, topic: str, default_topic: str, queue_nums: int, topic_sys_flag: int = 0
+    ) -> TopicConfig | None:
+        """Auto-create `topic` from the template `default_topic` (§6.2), or None.
+
+        The template must exist and carry the inherit bit; the new topic gets
+        min(queue_nums, template write queues) queues and the template's perm
+        without inherit.
+        """
+        existing = self._topics.get(topic)
+        if existing is not None:
+            return existing
+        template = self._topics.get(default_topic)
+        if template is None or not template.inheritable or queue_nums <= 0:
+            return None
+        nums = min(queue_nums, template.write_queue_nums)
+        config = TopicConfig(
+            topic, nums, nums, template.perm & ~PERM_INHERIT, topic_sys_flag=topic_sys_flag
+        )
+        self.put(config)
+        return config
+
+    def ensure(self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0) -> TopicConfig:
+        """The topic's config, created with the given shape when missing (retry/DLQ topics)."""
+        existing = self._topics.get(topic)
+        if existing is not None:
+            return existing
+        config = TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag)
+        self.put(config)
+        return config
+
+    def set_order(self, topic: str, order: bool) -> None:
+        config = self._topics.get(topic)
+        if config is not None and config.order != order:
+            self.put(replace(config, order=order))
+
+    # --- serialization -------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """TopicConfigSerializeWrapper: what topics.json and GET_ALL_TOPIC_CONFIG hold."""
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "topicConfigTable": {name: cfg.to_json() for name, cfg in self._topics.items()},
+        }
+
+    def load_json(self, obj: Mapping[str, Any]) -> None:
+        """Replace the table with a saved wrapper; entries with illegal names are dropped."""
+        table = obj.get("topicConfigTable") or {}
+        self._topics = {}
+        for name, raw in table.items():
+            config = TopicConfig.from_json({**raw, "topicName": raw.get("topicName", name)})
+            if not names.validate_topic(config.topic_name):
+                self._topics[config.topic_name] = config
+        self.data_version = DataVersion.from_json(obj.get("dataVersion"))
