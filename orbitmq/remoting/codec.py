@@ -235,7 +235,7 @@ def decode_json_header(raw: Buffer) -> RemotingCommand:
     remark = obj.get("remark")
     if remark is not None and type(remark) is not str:
         remark = _ext_value(remark)
-    language = obj.get("language", LanguageCode.JAVA)
+    language = obj.get("language", 0)  # Java: a missing language is JAVA
     if type(language) is str:
         # Java turns an unknown enum name into null; we keep "some other language".
         language = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -13,6 +14,7 @@ from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.remoting.codec import FrameDecoder, encode
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand, SerializeType
+from orbitmq.remoting.headers import GetMaxOffsetRequestHeader
 from orbitmq.remoting.transport import Peer, RemotingClient, RemotingServer
 
 pytestmark = pytest.mark.timeout(20)
@@ -238,3 +240,45 @@ async def test_an_oversized_length_prefix_closes_only_that_connection(server: Re
     assert (await read_one(good_reader)).body == b"still here"
     good_writer.close()
     bad_writer.close()
+
+
+async def test_a_request_with_a_bad_header_is_answered_system_error_naming_the_field(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    async def max_offset(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        header = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        return request.response(ext_fields={"offset": str(header.queue_id)})
+
+    server.register(RequestCode.GET_MAX_OFFSET, max_offset)
+    response = await client.invoke(
+        addr_of(server), RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"queueId": "1"}), 3.0
+    )
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert response.remark == "the custom field <topic> is null"
+
+
+async def test_random_and_truncated_frames_never_take_the_server_down(server: RemotingServer) -> None:
+    rng = random.Random(20261122)
+    valid = b"".join(
+        b"".join(bytes(p) for p in encode(RemotingCommand.request(ECHO, {"k": "v" * i}, body=bytes(i))))
+        for i in range(5)
+    )
+    garbage = [
+        rng.randbytes(rng.randint(1, 300)) for _ in range(20)
+    ] + [
+        valid[: rng.randint(1, len(valid) - 1)] for _ in range(10)
+    ] + [
+        struct.pack(">ii", 40, rng.randint(0, 2**31 - 1)) + rng.randbytes(36) for _ in range(10)
+    ] + [
+        struct.pack(">ii", 30, 22) + b'{"code":9001,"opaque":' + rng.randbytes(4) for _ in range(5)
+    ]
+    for junk in garbage:
+        reader, writer = await raw_connection(server)
+        writer.write(junk)
+        await writer.drain()
+        writer.close()
+    reader, writer = await raw_connection(server)
+    ping = RemotingCommand.request(ECHO, body=b"alive")
+    writer.writelines(encode(ping))
+    assert (await read_one(reader)).body == b"alive"
+    writer.close()
