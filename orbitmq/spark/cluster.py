@@ -1,0 +1,245 @@
+"""Blocking access to an OrbitMQ (or RocketMQ 4.x) cluster for Spark's Python processes.
+
+Spark calls the data source from short-lived planner processes, one
+long-lived stream-reader process and many task processes; none of them runs
+an event loop. `Cluster` owns a private event loop (`asyncio.Runner`) and a
+`RemotingClient` on it, and exposes the handful of requests the connector
+needs as plain blocking calls: routes, queue offset bounds, search by time,
+pull at an offset, batch send and offset reports. One `Cluster` serves one
+process (or one task) and is closed by its owner; asyncio objects never
+cross a process boundary.
+
+When credentials are configured every request is signed (plain ACL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from types import TracebackType
+from typing import Self
+
+from orbitmq.client.batch import encode_batch
+from orbitmq.common import jsonbody
+from orbitmq.common.message import Message
+from orbitmq.errors import BrokerError, ClientError, ConnectError, NoRouteError, RemotingError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.loop import loop_factory
+from orbitmq.remoting.transport import RemotingClient
+from orbitmq.spark.acl import sign
+from orbitmq.spark.offsets import QueueRef
+from orbitmq.spark.options import ConnectionOptions
+
+PERM_WRITE = 0x2
+PERM_READ = 0x4
+PULL_FLAG_SUBSCRIPTION = 0x4  # the broker builds the subscription from this request
+DEFAULT_TOPIC = "TBW102"  # RocketMQ's auto-create template topic, sent in every send header
+
+
+class PullStatus(Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"  # offset == max offset
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"  # scanned entries matched no filter; continue at next_offset
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"  # below min or past max; next_offset is the broker's correction
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    status: PullStatus
+    next_offset: int
+    min_offset: int
+    max_offset: int
+    body: bytes
+
+
+@dataclass(frozen=True)
+class TopicRoute:
+    """Where a topic lives: master address per broker and its readable and writable queues."""
+
+    topic: str
+    masters: dict[str, str]
+    read_queues: tuple[QueueRef, ...]
+    write_queues: tuple[QueueRef, ...]
+
+
+def parse_route(topic: str, body: bytes) -> TopicRoute:
+    """Read a TopicRouteData body (protocol reference 4.2), in fastjson or standard form."""
+    data = jsonbody.loads(body)
+    if not isinstance(data, dict):
+        raise ClientError(f"route of {topic} is not a JSON object")
+    masters: dict[str, str] = {}
+    for broker in data.get("brokerDatas") or []:
+        addrs = jsonbody.int_keys(broker.get("brokerAddrs") or {})
+        if 0 in addrs:
+            masters[str(broker["brokerName"])] = str(addrs[0])
+    reads: list[QueueRef] = []
+    writes: list[QueueRef] = []
+    for qd in data.get("queueDatas") or []:
+        name = str(qd["brokerName"])
+        if name not in masters:
+            continue  # no master registered: neither readable here nor writable
+        perm = int(qd.get("perm", 6))
+        if perm & PERM_READ:
+            reads += [QueueRef(topic, name, i) for i in range(int(qd.get("readQueueNums", 0)))]
+        if perm & PERM_WRITE:
+            writes += [QueueRef(topic, name, i) for i in range(int(qd.get("writeQueueNums", 0)))]
+    return TopicRoute(topic, masters, tuple(sorted(reads)), tuple(sorted(writes)))
+
+
+class Cluster:
+    """Blocking requests to the name servers and brokers of one cluster. Not thread-safe."""
+
+    def __init__(self, options: ConnectionOptions) -> None:
+        self._options = options
+        self._namesrvs = [a.strip() for a in options.namesrv_addr.split(";") if a.strip()]
+        self._runner = asyncio.Runner(loop_factory=loop_factory())
+        self._client = RemotingClient(connect_timeout=min(3.0, options.request_timeout_s))
+        self._routes: dict[str, TopicRoute] = {}
+        self._closed = False
+
+    # --- lifecycle ------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close connections and the private loop; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._runner.run(self._client.close())
+        finally:
+            self._runner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- requests -------------------------------------------------------------
+
+    def _invoke(self, addr: str, code: int, fields: dict[str, str], body: bytes | list[bytes] | None = None,
+                timeout: float | None = None) -> RemotingCommand:
+        if self._closed:
+            raise ClientError("cluster connection is closed")
+        cmd = RemotingCommand.request(code, fields, body)
+        if self._options.access_key and self._options.secret_key:
+            sign(cmd, self._options.access_key, self._options.secret_key)
+        wait = self._options.request_timeout_s if timeout is None else timeout
+        return self._runner.run(self._client.invoke(addr, cmd, wait))
+
+    def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
+        """The topic's route from the first name server that answers; cached until `refresh`."""
+        if not refresh and topic in self._routes:
+            return self._routes[topic]
+        last: Exception | None = None
+        for addr in self._namesrvs:
+            try:
+                resp = self._invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                    {"topic": topic, "acceptStandardJsonOnly": "true"})
+            except RemotingError as exc:
+                last = exc
+                continue
+            if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+                raise NoRouteError(f"topic {topic} is not known to the name server {addr}")
+            if resp.code != ResponseCode.SUCCESS:
+                raise BrokerError.for_code(resp.code, resp.remark)
+            route = parse_route(topic, _bytes(resp.body))
+            self._routes[topic] = route
+            return route
+        raise ConnectError(f"no name server of {self._options.namesrv_addr} answered: {last}")
+
+    def _master(self, q: QueueRef) -> str:
+        addr = self.route(q.topic).masters.get(q.broker_name)
+        if addr is None:
+            addr = self.route(q.topic, refresh=True).masters.get(q.broker_name)
+        if addr is None:
+            raise NoRouteError(f"broker {q.broker_name} of topic {q.topic} has no master in the route")
+        return addr
+
+    def _offset_call(self, code: int, q: QueueRef, extra: dict[str, str] | None = None) -> int:
+        fields = {"topic": q.topic, "queueId": str(q.queue_id), "bname": q.broker_name, **(extra or {})}
+        resp = self._invoke(self._master(q), code, fields)
+        if resp.code != ResponseCode.SUCCESS:
+            raise BrokerError.for_code(resp.code, resp.remark)
+        return int((resp.ext_fields or {})["offset"])
+
+    def min_offset(self, q: QueueRef) -> int:
+        return self._offset_call(RequestCode.GET_MIN_OFFSET, q)
+
+    def max_offset(self, q: QueueRef) -> int:
+        """The next offset the queue will write (one past its last message)."""
+        return self._offset_call(RequestCode.GET_MAX_OFFSET, q)
+
+    def search_offset(self, q: QueueRef, timestamp_ms: int) -> int:
+        """The broker's nearest offset to a store time (a hint; see positions.first_offset_at)."""
+        return self._offset_call(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, q, {"timestamp": str(timestamp_ms)})
+
+    def pull(self, q: QueueRef, offset: int, max_nums: int, *, group: str, subscription: str = "*",
+             expression_type: str = "TAG") -> PullResult:
+        """One pull at `offset` without long polling; never commits an offset."""
+        fields = {
+            "consumerGroup": group, "topic": q.topic, "queueId": str(q.queue_id),
+            "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": str(PULL_FLAG_SUBSCRIPTION),
+            "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": subscription,
+            "subVersion": str(int(time.time() * 1000)), "expressionType": expression_type,
+            "bname": q.broker_name,
+        }
+        resp = self._invoke(self._master(q), RequestCode.PULL_MESSAGE, fields)
+        status = _PULL_CODES.get(resp.code)
+        if status is None:
+            raise BrokerError.for_code(resp.code, resp.remark)
+        ext = resp.ext_fields or {}
+        return PullResult(
+            status,
+            int(ext.get("nextBeginOffset", offset)),
+            int(ext.get("minOffset", 0)),
+            int(ext.get("maxOffset", 0)),
+            _bytes(resp.body) if status is PullStatus.FOUND else b"",
+        )
+
+    def send_batch(self, q: QueueRef, messages: Sequence[Message], producer_group: str,
+                   timeout: float | None = None) -> int:
+        """Send messages of one topic to one queue as one SEND_BATCH_MESSAGE; the first queue offset.
+
+        The broker stores the batch in order at consecutive offsets. Raises
+        BrokerError on any answer but SUCCESS (flush or slave timeouts
+        included: the caller retries, which is at-least-once).
+        """
+        fields = {
+            "a": producer_group, "b": q.topic, "c": DEFAULT_TOPIC, "d": "4", "e": str(q.queue_id),
+            "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": "WAIT\x01true", "j": "0",
+            "k": "false", "m": "true", "n": q.broker_name,
+        }
+        resp = self._invoke(self._master(q), RequestCode.SEND_BATCH_MESSAGE, fields, encode_batch(messages),
+                            timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise BrokerError.for_code(resp.code, resp.remark)
+        return int((resp.ext_fields or {}).get("queueOffset", -1))
+
+    def update_consumer_offset(self, group: str, q: QueueRef, offset: int) -> None:
+        """Report a group's position for a queue (for lag tools; the source never reads it back)."""
+        fields = {"consumerGroup": group, "topic": q.topic, "queueId": str(q.queue_id),
+                  "commitOffset": str(offset), "bname": q.broker_name}
+        resp = self._invoke(self._master(q), RequestCode.UPDATE_CONSUMER_OFFSET, fields)
+        if resp.code != ResponseCode.SUCCESS:
+            raise BrokerError.for_code(resp.code, resp.remark)
+
+
+_PULL_CODES = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+def _bytes(body: object) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    return b"".join(bytes(part) for part in body)  # type: ignore[union-attr]

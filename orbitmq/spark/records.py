@@ -1,0 +1,240 @@
+"""Columnar decoding of pull response bodies into the source's Arrow layout.
+
+A pull body is stored records back to back (protocol reference 5.1/5.2). The
+source decodes them straight into per-column lists and builds one Arrow
+RecordBatch per few thousand rows, instead of building message objects
+first: on a 1M-row read the per-row object is the cost that matters.
+
+Record layout (IPv4 hosts; each host is 20 bytes instead of 8 when its IPv6
+sysflag bit is set):
+
+    0  TOTALSIZE       i     40 BORNTIMESTAMP   q
+    4  MAGICCODE       i     48 BORNHOST        8|20
+    8  BODYCRC         i     .. STORETIMESTAMP  q
+    12 QUEUEID         i     .. STOREHOST       8|20
+    16 FLAG            i     .. RECONSUMETIMES  i
+    20 QUEUEOFFSET     q     .. PREPAREDTXOFF   q
+    28 PHYSICALOFFSET  q     .. BODY            i + L
+    36 SYSFLAG         i     .. TOPIC           1 + T (v1) or 2 + T (v2)
+                             .. PROPERTIES      h + P
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from orbitmq.errors import CorruptRecord
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_HEAD = struct.Struct(
+    ">i"  # TOTALSIZE
+    "i"   # MAGICCODE
+    "4x"  # BODYCRC (the broker checked it on write)
+    "i"   # QUEUEID
+    "4x"  # FLAG
+    "q"   # QUEUEOFFSET
+    "q"   # PHYSICALOFFSET
+    "i"   # SYSFLAG
+    "q"   # BORNTIMESTAMP
+)
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">H")
+_RECONSUME_AND_TX = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, body length
+
+MAGIC_V1 = -626843481
+MAGIC_V2 = -626843477
+COMPRESSED = 0x1
+BORNHOST_V6 = 0x10
+STOREHOST_V6 = 0x20
+COMPRESSION_TYPE = 0x700
+
+# Properties that have their own column; the rest go to the properties map.
+_COLUMN_PROPS = frozenset(("TAGS", "KEYS", "UNIQ_KEY"))
+
+
+def parse_properties(raw: bytes) -> dict[str, str]:
+    """RocketMQ's property string: name 0x01 value, pairs joined by 0x02 (reference 5.5)."""
+    out: dict[str, str] = {}
+    if not raw:
+        return out
+    for pair in raw.decode("utf-8", "replace").split("\x02"):
+        name, sep, value = pair.partition("\x01")
+        if sep and name and value:
+            out[name] = value
+    return out
+
+
+def tag_filter(expression: str) -> Callable[[str | None], bool] | None:
+    """The client-side re-check of a tag expression (`TagA || TagB`); None accepts all.
+
+    The broker filters by tag hash code only, so collisions must be removed
+    here (reference 5.2/5.10).
+    """
+    tags = {t.strip() for t in expression.split("||")}
+    if not expression.strip() or "*" in tags:
+        return None
+    tags.discard("")
+    return lambda tag: tag is not None and tag in tags
+
+
+@dataclass
+class Columns:
+    """Rows decoded so far, one list per source column."""
+
+    topic: list[str] = field(default_factory=list)
+    queue_id: list[int] = field(default_factory=list)
+    queue_offset: list[int] = field(default_factory=list)
+    msg_id: list[str] = field(default_factory=list)
+    tags: list[str | None] = field(default_factory=list)
+    keys: list[str | None] = field(default_factory=list)
+    prop_offsets: list[int] = field(default_factory=lambda: [0])
+    prop_keys: list[str] = field(default_factory=list)
+    prop_values: list[str] = field(default_factory=list)
+    body: list[bytes] = field(default_factory=list)
+    born_us: list[int] = field(default_factory=list)
+    store_us: list[int] = field(default_factory=list)
+    reconsume: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.queue_offset)
+
+    def to_record_batch(self, broker_name: str, include_properties: bool) -> pa.RecordBatch:
+        """Build the batch in exactly `schema.arrow_schema(include_properties)`."""
+        import pyarrow as pa
+
+        from orbitmq.spark.schema import arrow_schema
+
+        n = len(self)
+        ts = pa.timestamp("us", tz="UTC")
+        cols: list[pa.Array] = [
+            pa.array(self.topic, pa.string()),
+            pa.array([broker_name] * n, pa.string()),
+            pa.array(self.queue_id, pa.int32()),
+            pa.array(self.queue_offset, pa.int64()),
+            pa.array(self.msg_id, pa.string()),
+            pa.array(self.tags, pa.string()),
+            pa.array(self.keys, pa.string()),
+        ]
+        if include_properties:
+            cols.append(pa.MapArray.from_arrays(
+                pa.array(self.prop_offsets, pa.int32()),
+                pa.array(self.prop_keys, pa.string()),
+                pa.array(self.prop_values, pa.string()),
+            ))
+        cols += [
+            pa.array(self.body, pa.binary()),
+            pa.array(self.born_us, pa.int64()).cast(ts),
+            pa.array(self.store_us, pa.int64()).cast(ts),
+            pa.array(self.reconsume, pa.int32()),
+        ]
+        return pa.RecordBatch.from_arrays(cols, schema=arrow_schema(include_properties))
+
+
+def _offset_msg_id(buf: memoryview, host_at: int, v6: bool, phys: int) -> str:
+    """The broker's offset message id: store host address, port, commit-log offset (reference 5.11)."""
+    host_len = 20 if v6 else 8
+    return (bytes(buf[host_at:host_at + host_len]) + _LONG.pack(phys)).hex().upper()
+
+
+def _body(raw: bytes, sysflag: int) -> bytes:
+    if not sysflag & COMPRESSED:
+        return raw
+    kind = (sysflag & COMPRESSION_TYPE) >> 8
+    if kind in (0, 3):  # 0: producers before 4.9.4 set only the COMPRESSED bit, meaning zlib
+        return zlib.decompress(raw)
+    raise CorruptRecord(f"message body uses compression type {kind} (LZ4/ZSTD), which this reader cannot inflate")
+
+
+def decode_into(
+    cols: Columns,
+    data: bytes | memoryview,
+    *,
+    end_offset: int,
+    accept_tag: Callable[[str | None], bool] | None,
+    include_properties: bool,
+) -> tuple[int, int | None]:
+    """Append the records of a pull body with queue offset < `end_offset` to `cols`.
+
+    Returns (records seen, queue offset of the last record seen, or None if
+    the body held none). Records at or past `end_offset` are not decoded: a
+    pull may return more than the range asked for. A record that does not
+    parse raises CorruptRecord rather than yielding a wrong row.
+    """
+    buf = memoryview(data)
+    size = len(buf)
+    pos = 0
+    seen = 0
+    last: int | None = None
+    while pos < size:
+        if size - pos < _HEAD.size:
+            raise CorruptRecord(f"truncated record header at byte {pos} of a {size}-byte pull body")
+        total, magic, queue_id, queue_offset, phys, sysflag, born = _HEAD.unpack_from(buf, pos)
+        if total < _HEAD.size or pos + total > size or magic not in (MAGIC_V1, MAGIC_V2):
+            raise CorruptRecord(f"bad record at byte {pos}: size {total}, magic {magic:#x}")
+        if queue_offset >= end_offset:
+            break
+        seen += 1
+        last = queue_offset
+        p = pos + 48 + (20 if sysflag & BORNHOST_V6 else 8)
+        (store,) = _LONG.unpack_from(buf, p)
+        host_at = p + 8
+        p = host_at + (20 if sysflag & STOREHOST_V6 else 8)
+        reconsume, _tx, body_len = _RECONSUME_AND_TX.unpack_from(buf, p)
+        p += 16
+        body = bytes(buf[p:p + body_len])
+        p += body_len
+        if magic == MAGIC_V1:
+            topic_len = buf[p]
+            p += 1
+        else:
+            (topic_len,) = _SHORT.unpack_from(buf, p)
+            p += 2
+        topic = str(buf[p:p + topic_len], "utf-8")
+        p += topic_len
+        (props_len,) = _SHORT.unpack_from(buf, p)
+        props = parse_properties(bytes(buf[p + 2:p + 2 + props_len]))
+        if p + 2 + props_len > pos + total:
+            raise CorruptRecord(f"record at byte {pos} overruns its size {total}")
+        pos += total
+        tag = props.get("TAGS")
+        if accept_tag is not None and not accept_tag(tag):
+            continue
+        cols.topic.append(topic)
+        cols.queue_id.append(queue_id)
+        cols.queue_offset.append(queue_offset)
+        cols.msg_id.append(props.get("UNIQ_KEY") or _offset_msg_id(buf, host_at, bool(sysflag & STOREHOST_V6), phys))
+        cols.tags.append(tag)
+        cols.keys.append(props.get("KEYS"))
+        if include_properties:
+            for k, v in props.items():
+                if k not in _COLUMN_PROPS:
+                    cols.prop_keys.append(k)
+                    cols.prop_values.append(v)
+            cols.prop_offsets.append(len(cols.prop_keys))
+        cols.body.append(_body(body, sysflag))
+        cols.born_us.append(born * 1000)
+        cols.store_us.append(store * 1000)
+        cols.reconsume.append(reconsume)
+    return seen, last
+
+
+def store_timestamps(data: bytes | memoryview) -> list[tuple[int, int]]:
+    """(queue offset, store time in ms) of every record in a pull body, for time searches."""
+    buf = memoryview(data)
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while pos + _HEAD.size <= len(buf):
+        total, magic, _qid, queue_offset, _phys, sysflag, _born = _HEAD.unpack_from(buf, pos)
+        if total < _HEAD.size or magic not in (MAGIC_V1, MAGIC_V2):
+            raise CorruptRecord(f"bad record at byte {pos}: size {total}, magic {magic:#x}")
+        (store,) = _LONG.unpack_from(buf, pos + 48 + (20 if sysflag & BORNHOST_V6 else 8))
+        out.append((queue_offset, store))
+        pos += total
+    return out

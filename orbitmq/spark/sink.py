@@ -1,0 +1,262 @@
+"""The `orbitmq` Spark sink: batch and streaming writers.
+
+Input columns: `body` (BINARY or STRING, required), `topic` (STRING, required
+unless the `topic` option is set; the option wins), and optional `keys`,
+`tags`, `properties` (MAP<STRING,STRING>) and `shardingKey`. Rows with the
+same shardingKey go to the same queue (Java's `abs(hashCode) % queues`, so
+Java producers agree) in the order the Spark partition holds them; other
+rows are spread over the writable queues in whole batches.
+
+Delivery is at-least-once. Each task sends its rows in SEND_BATCH_MESSAGE
+requests, synchronously, and returns only when every batch was stored; a
+failed send (after `sendRetries` retries) fails the task, and Spark retries
+the task or the micro-batch, which may send some rows again. Every message
+carries the properties SPARK_BATCH_ID (the micro-batch id, or a job id for a
+batch write), SPARK_PARTITION_ID and SPARK_SEQ (the row's index within the
+partition), and SPARK_QUERY_ID for streams: together they identify a row, so
+a consumer can drop duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.selector import hash_selector
+from orbitmq.common import properties as mc
+from orbitmq.common.message import Message
+from orbitmq.common.msgid import UniqueIdGenerator
+from orbitmq.errors import BrokerError, ConfigError, MessageValidationError, OrbitMQError, RemotingError
+from orbitmq.spark.cluster import Cluster
+from orbitmq.spark.offsets import QueueRef
+from orbitmq.spark.options import SinkOptions
+from orbitmq.spark.schema import SINK_COLUMNS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+QUERY_ID = "SPARK_QUERY_ID"
+BATCH_ID = "SPARK_BATCH_ID"
+PARTITION_ID = "SPARK_PARTITION_ID"
+SEQ = "SPARK_SEQ"
+MAX_BATCH_BODY_BYTES = 1 << 20
+
+
+@dataclass
+class SinkCommit(WriterCommitMessage):
+    partition_id: int
+    attempt: int
+    rows: int
+
+
+def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
+    """Fail on the driver, before any task, when the columns cannot be written."""
+    fields = {f.name: f.dataType.simpleString().replace(" ", "") for f in schema.fields}
+    unknown = sorted(set(fields) - set(SINK_COLUMNS))
+    if unknown:
+        raise ConfigError(f"the orbitmq sink does not know column(s) {', '.join(unknown)}; "
+                          f"it writes {', '.join(SINK_COLUMNS)}")
+    if "body" not in fields:
+        raise ConfigError("the orbitmq sink needs a body column (binary or string)")
+    if "topic" not in fields and options.topic is None:
+        raise ConfigError("the orbitmq sink needs a topic column or the topic option")
+    for name, kind in fields.items():
+        if kind not in SINK_COLUMNS[name]:
+            raise ConfigError(f"column {name} has type {kind}; the orbitmq sink accepts {' or '.join(SINK_COLUMNS[name])}")
+
+
+class QueueBatcher:
+    """Collects messages per queue and sends each queue's messages in order, in batches.
+
+    `send(queue, messages)` must store the messages in order or raise. A
+    queue's batch is sent when it reaches `batch_size` messages or
+    MAX_BATCH_BODY_BYTES of bodies, and by `flush()`.
+    """
+
+    def __init__(self, send: Callable[[QueueRef, list[Message]], None], batch_size: int) -> None:
+        self._send = send
+        self._batch_size = batch_size
+        self._pending: dict[QueueRef, list[Message]] = {}
+        self._bytes: dict[QueueRef, int] = {}
+        self.sent = 0
+
+    def add(self, q: QueueRef, msg: Message) -> None:
+        batch = self._pending.setdefault(q, [])
+        batch.append(msg)
+        size = self._bytes.get(q, 0) + len(msg.body)
+        self._bytes[q] = size
+        if len(batch) >= self._batch_size or size >= MAX_BATCH_BODY_BYTES:
+            self._flush(q)
+
+    def _flush(self, q: QueueRef) -> None:
+        batch = self._pending.pop(q, None)
+        self._bytes.pop(q, None)
+        if batch:
+            self._send(q, batch)
+            self.sent += len(batch)
+
+    def flush(self) -> None:
+        for q in list(self._pending):
+            self._flush(q)
+
+
+class _Router:
+    """Picks the queue of each row: by sharding key, else whole batches round-robin."""
+
+    def __init__(self, cluster: Cluster, batch_size: int, start: int) -> None:
+        self._cluster = cluster
+        self._batch_size = batch_size
+        self._start = start
+        self._queues: dict[str, tuple[QueueRef, ...]] = {}
+        self._rr: dict[str, int] = {}
+
+    def queues(self, topic: str) -> tuple[QueueRef, ...]:
+        qs = self._queues.get(topic)
+        if qs is None:
+            qs = self._cluster.route(topic).write_queues
+            if not qs:
+                raise MessageValidationError(f"topic {topic} has no writable queue")
+            self._queues[topic] = qs
+        return qs
+
+    def pick(self, topic: str, sharding_key: str | None) -> QueueRef:
+        qs = self.queues(topic)
+        if sharding_key is not None:
+            mqs = [MessageQueue(q.topic, q.broker_name, q.queue_id) for q in qs]
+            mq = hash_selector(mqs, None, sharding_key)
+            return QueueRef(mq.topic, mq.broker_name, mq.queue_id)
+        n = self._rr.get(topic, 0)
+        self._rr[topic] = n + 1
+        return qs[(self._start + n // self._batch_size) % len(qs)]
+
+
+def _column(rb: pa.RecordBatch, name: str) -> list[object] | None:
+    idx = rb.schema.get_field_index(name)
+    return None if idx < 0 else rb.column(idx).to_pylist()
+
+
+def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags: dict[str, str]) -> int:
+    """Send every row of `batches`; returns the number sent. Raises if any row could not be stored."""
+    ctx = TaskContext.get()
+    partition = ctx.partitionId() if ctx is not None else 0
+    ids = UniqueIdGenerator()
+    seq = 0
+    with Cluster(options.connection) as cluster:
+        router = _Router(cluster, options.batch_size, partition)
+
+        def send(q: QueueRef, msgs: list[Message]) -> None:
+            for attempt in range(options.send_retries + 1):
+                try:
+                    cluster.send_batch(q, msgs, options.producer_group, options.send_timeout_s)
+                    return
+                except (RemotingError, BrokerError) as exc:
+                    if not exc.retriable or attempt == options.send_retries:
+                        raise
+                    log.warning("send of %d messages to %s/%s failed (%s); retrying", len(msgs), q.topic, q.key, exc)
+                    cluster.route(q.topic, refresh=True)
+
+        batcher = QueueBatcher(send, options.batch_size)
+        for rb in batches:
+            n = rb.num_rows
+            bodies = _column(rb, "body") or [None] * n
+            topics = _column(rb, "topic") or [None] * n
+            keys = _column(rb, "keys") or [None] * n
+            tag_col = _column(rb, "tags") or [None] * n
+            props = _column(rb, "properties") or [None] * n
+            shard = _column(rb, "shardingKey") or [None] * n
+            for i in range(n):
+                topic = options.topic or topics[i]
+                if not isinstance(topic, str) or not topic:
+                    raise MessageValidationError(f"row {seq} of partition {partition} has no topic")
+                body = bodies[i]
+                if isinstance(body, str):
+                    body = body.encode("utf-8")
+                if not body:
+                    raise MessageValidationError(f"row {seq} of partition {partition} has an empty or null body")
+                assert isinstance(body, bytes)
+                msg = Message(topic, body)
+                for name, value in props[i] or ():  # type: ignore[union-attr]
+                    if value is not None:
+                        msg.put_user_property(name, value)
+                msg.properties[mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = ids.next()
+                if keys[i]:
+                    msg.properties[mc.KEYS] = keys[i]  # type: ignore[assignment]
+                if tag_col[i]:
+                    msg.properties[mc.TAGS] = tag_col[i]  # type: ignore[assignment]
+                msg.properties.update(tags)
+                msg.properties[PARTITION_ID] = str(partition)
+                msg.properties[SEQ] = str(seq)
+                seq += 1
+                batcher.add(router.pick(topic, shard[i]), msg)  # type: ignore[arg-type]
+        batcher.flush()
+        return batcher.sent
+
+
+def _context() -> tuple[int, int]:
+    ctx = TaskContext.get()
+    return (ctx.partitionId(), ctx.attemptNumber()) if ctx is not None else (0, 0)
+
+
+class BatchWriter(DataSourceArrowWriter):
+    """`df.write.format("orbitmq").mode("append")`: at-least-once, one job id per save()."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        check_sink_schema(schema, options)
+        self.options = options
+        # Made on the driver at planning time, so every task and commit() see the same id.
+        self.job_id = uuid.uuid4().hex
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        partition, attempt = _context()
+        rows = write_rows(self.options, iterator, tags={BATCH_ID: self.job_id})
+        return SinkCommit(partition, attempt, rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, SinkCommit))
+        log.info("orbitmq write %s: %d rows from %d tasks", self.job_id, rows, len(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        done = sum(m.rows for m in messages if isinstance(m, SinkCommit))
+        log.warning("orbitmq write %s aborted; %d rows were already stored (at-least-once)", self.job_id, done)
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    """`df.writeStream.format("orbitmq")`: at-least-once; a replayed micro-batch is sent again."""
+
+    def __init__(self, options: SinkOptions, schema: StructType) -> None:
+        check_sink_schema(schema, options)
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        ctx = TaskContext.get()
+        tags: dict[str, str] = {}
+        if ctx is not None:
+            # The API passes no batch id to write(); Spark sets it as a task property.
+            for prop, name in (("streaming.sql.batchId", BATCH_ID), ("sql.streaming.queryId", QUERY_ID)):
+                value = ctx.getLocalProperty(prop)
+                if value:
+                    tags[name] = value
+        partition, attempt = _context()
+        try:
+            rows = write_rows(self.options, iterator, tags=tags)
+        except OrbitMQError:
+            log.warning("orbitmq stream write of batch %s partition %d failed", tags.get(BATCH_ID), partition)
+            raise
+        return SinkCommit(partition, attempt, rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        rows = sum(m.rows for m in messages if isinstance(m, SinkCommit))
+        log.info("orbitmq stream batch %d: %d rows", batchId, rows)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning("orbitmq stream batch %d aborted; Spark will run it again (at-least-once)", batchId)
