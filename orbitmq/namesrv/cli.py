@@ -122,6 +122,4 @@ def namesrv_command(
     )
     for key in config.ignored_keys:
         log.warning("config key %s has no effect in OrbitMQ and is ignored", key)
-    # Plain asyncio for now: the remoting Connection asserts asyncio.Transport in
-    # connection_made, which uvloop's transports are not; switch on once it accepts them.
-    run(serve(config), use_uvloop=False)
+    run(serve(config))  # on uvloop when installed

@@ -24,6 +24,25 @@ from orbitmq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from orbitmq.namesrv.routes import BrokerRegistration, DataVersion, RouteTable, TopicConfig, TopicRouteData
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
 from orbitmq.remoting.transport import Peer, RemotingServer
 
 log = logging.getLogger("orbitmq.namesrv")
@@ -34,33 +53,16 @@ VERSION_REGISTER_WITH_FILTER_SERVER = 37
 VERSION_STANDARD_ROUTE_JSON = 401
 
 
-# --- header fields (RocketMQ's names; local until remoting/headers.py has the namesrv headers) ---
-
-
-def _required(request: RemotingCommand, name: str) -> str:
-    value = request.field(name)
-    if value is None:
-        # The text Java's RemotingCommand.decodeCommandCustomHeader uses.
-        raise HeaderError(f"the custom field <{name}> is null")
-    return value
-
-
-def _int(request: RemotingCommand, name: str, default: int | None = None) -> int:
-    value = request.field(name)
-    if value is None:
-        if default is None:
-            raise HeaderError(f"the custom field <{name}> is null")
-        return default
+def _heartbeat_timeout(request: RemotingCommand) -> int | None:
+    """`heartbeatTimeoutMillis`, which 5.x brokers add to REGISTER_BROKER; None when absent."""
+    raw = request.field("heartbeatTimeoutMillis")
+    if raw is None:
+        return None
     try:
-        return int(value.strip())
+        value = int(raw)
     except ValueError:
-        raise HeaderError(f"the custom field <{name}> is not a number: {value!r}") from None
-
-
-def _bool(request: RemotingCommand, name: str) -> bool:
-    # Java's Boolean.parseBoolean: "true" in any case, anything else is false.
-    value = request.field(name)
-    return value is not None and value.strip().lower() == "true"
+        raise HeaderError(f"the custom field <heartbeatTimeoutMillis> is not a number: {raw!r}") from None
+    return value if value > 0 else None
 
 
 def _masked_crc32(data: bytes) -> int:
@@ -120,15 +122,10 @@ class NamesrvHandlers:
     # --- brokers ----------------------------------------------------------------
 
     async def register_broker(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        broker_name = _required(request, "brokerName")
-        broker_addr = _required(request, "brokerAddr")
-        cluster_name = _required(request, "clusterName")
-        ha_server_addr = _required(request, "haServerAddr")
-        broker_id = _int(request, "brokerId")
+        h = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
         body = request.body_bytes()
-        body_crc = _int(request, "bodyCrc32", 0)
-        if body_crc != 0 and _masked_crc32(body) != body_crc:
-            log.warning("register from %s (%s) failed the body CRC check", broker_addr, peer.addr)
+        if h.body_crc32 != 0 and _masked_crc32(body) != h.body_crc32:
+            log.warning("register from %s (%s) failed the body CRC check", h.broker_addr, peer.addr)
             return request.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
 
         version: DataVersion
@@ -138,49 +135,43 @@ class NamesrvHandlers:
             # RocketMQ registers a body-less broker with a zero DataVersion and no topics.
             version, topics, filters = DataVersion(), {}, []
         elif request.version >= VERSION_REGISTER_WITH_FILTER_SERVER:
-            version, topics, filters = bodies.decode_register_body(body, compressed=_bool(request, "compressed"))
+            version, topics, filters = bodies.decode_register_body(body, compressed=h.compressed)
         else:
             version, topics = bodies.decode_topic_config_wrapper(bodies.parse_json(body, "register body"))
             filters = []
-        timeout = request.field("heartbeatTimeoutMillis")  # sent by 5.x brokers
         registration = BrokerRegistration(
-            cluster_name=cluster_name,
-            broker_addr=broker_addr,
-            broker_name=broker_name,
-            broker_id=broker_id,
-            ha_server_addr=ha_server_addr,
+            cluster_name=h.cluster_name,
+            broker_addr=h.broker_addr,
+            broker_name=h.broker_name,
+            broker_id=h.broker_id,
+            ha_server_addr=h.ha_server_addr,
             data_version=version,
             topic_configs=topics,
             filter_server_list=tuple(filters),
             connection_id=peer.id,
-            timeout_ms=_int(request, "heartbeatTimeoutMillis") if timeout else None,
+            timeout_ms=_heartbeat_timeout(request),
         )
-        is_new = self.routes.live_info(broker_addr) is None
+        is_new = self.routes.live_info(h.broker_addr) is None
         result = self.routes.register_broker(registration)
         if is_new:
             log.info("broker registered: %s %s id=%d cluster=%s topics=%d (from %s)",
-                     broker_name, broker_addr, broker_id, cluster_name, len(topics), peer.addr)
-        ext: dict[str, str] = {}
-        if result.ha_server_addr is not None:
-            ext["haServerAddr"] = result.ha_server_addr
-        if result.master_addr is not None:
-            ext["masterAddr"] = result.master_addr
+                     h.broker_name, h.broker_addr, h.broker_id, h.cluster_name, len(topics), peer.addr)
+        ext = RegisterBrokerResponseHeader(
+            ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
+        ).to_ext_fields()
         order_conf = self.kv.namespace(ORDER_TOPIC_CONFIG)
         return request.response(
             ext_fields=ext or None, body=bodies.encode_kv_table(order_conf) if order_conf else None
         )
 
     async def unregister_broker(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        cluster_name = _required(request, "clusterName")
-        broker_addr = _required(request, "brokerAddr")
-        broker_name = _required(request, "brokerName")
-        broker_id = _int(request, "brokerId")
-        self.routes.unregister_broker(cluster_name, broker_addr, broker_name, broker_id)
-        log.info("broker unregistered: %s %s id=%d", broker_name, broker_addr, broker_id)
+        h = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, h.broker_id)
+        log.info("broker unregistered: %s %s id=%d", h.broker_name, h.broker_addr, h.broker_id)
         return request.response()
 
     async def query_data_version(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        broker_addr = _required(request, "brokerAddr")
+        broker_addr = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields).broker_addr
         version = bodies.decode_data_version(request.body_bytes() or b"{}")
         changed = self.routes.is_data_version_changed(broker_addr, version)
         if not changed:
@@ -188,14 +179,15 @@ class NamesrvHandlers:
             self.routes.touch(broker_addr)
         ours = self.routes.data_version_of(broker_addr)
         return request.response(
-            ext_fields={"changed": "true" if changed else "false"},
+            ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext_fields(),
             body=bodies.encode_data_version(ours) if ours is not None else None,
         )
 
     # --- routes and topic lists ------------------------------------------------
 
     async def get_route_info(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = _required(request, "topic")
+        h = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
+        topic = h.topic
         route = self.routes.pick_route(topic)
         if route is None:
             return request.response(
@@ -205,7 +197,7 @@ class NamesrvHandlers:
             conf = self.kv.get(ORDER_TOPIC_CONFIG, topic)
             if conf is not None:
                 route = TopicRouteData(route.queue_datas, route.broker_datas, conf)
-        standard = request.version >= VERSION_STANDARD_ROUTE_JSON or _bool(request, "acceptStandardJsonOnly")
+        standard = request.version >= VERSION_STANDARD_ROUTE_JSON or bool(h.accept_standard_json_only)
         return request.response(body=bodies.encode_route(route, standard=standard))
 
     async def get_broker_cluster_info(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -215,7 +207,7 @@ class NamesrvHandlers:
         return request.response(body=bodies.encode_topic_list(self.routes.all_topics()))
 
     async def get_topics_by_cluster(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        cluster = _required(request, "cluster")
+        cluster = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields).cluster
         return request.response(body=bodies.encode_topic_list(self.routes.topics_by_cluster(cluster)))
 
     async def get_system_topic_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -234,50 +226,47 @@ class NamesrvHandlers:
     # --- administration ----------------------------------------------------------
 
     async def wipe_write_perm_of_broker(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        broker_name = _required(request, "brokerName")
+        broker_name = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields).broker_name
         count = self.routes.wipe_write_perm(broker_name)
         log.info("write permission of %s wiped on %d topics (asked by %s)", broker_name, count, peer.addr)
-        return request.response(ext_fields={"wipeTopicCount": str(count)})
+        return request.response(ext_fields=WipeWritePermOfBrokerResponseHeader(wipe_topic_count=count).to_ext_fields())
 
     async def add_write_perm_of_broker(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        broker_name = _required(request, "brokerName")
+        broker_name = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields).broker_name
         count = self.routes.add_write_perm(broker_name)
         log.info("write permission of %s added on %d topics (asked by %s)", broker_name, count, peer.addr)
-        return request.response(ext_fields={"addTopicCount": str(count)})
+        return request.response(ext_fields=AddWritePermOfBrokerResponseHeader(add_topic_count=count).to_ext_fields())
 
     async def delete_topic_in_namesrv(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = _required(request, "topic")
-        cluster = request.field("clusterName") or None
-        self.routes.delete_topic(topic, cluster)
+        h = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.delete_topic(h.topic, h.cluster_name or None)
         return request.response()
 
     # --- KV config ------------------------------------------------------------------
 
     async def put_kv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        namespace = _required(request, "namespace")
-        key = _required(request, "key")
-        value = _required(request, "value")
-        if self.kv.put(namespace, key, value):
+        h = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        if self.kv.put(h.namespace, h.key, h.value):
             await self._persist_kv()
         return request.response()
 
     async def get_kv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        namespace = _required(request, "namespace")
-        key = _required(request, "key")
-        value = self.kv.get(namespace, key)
+        h = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        value = self.kv.get(h.namespace, h.key)
         if value is None:
-            return request.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace} Key: {key}")
-        return request.response(ext_fields={"value": value})
+            return request.response(
+                ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}"
+            )
+        return request.response(ext_fields=GetKVConfigResponseHeader(value=value).to_ext_fields())
 
     async def delete_kv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        namespace = _required(request, "namespace")
-        key = _required(request, "key")
-        if self.kv.delete(namespace, key):
+        h = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        if self.kv.delete(h.namespace, h.key):
             await self._persist_kv()
         return request.response()
 
     async def get_kv_list_by_namespace(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        namespace = _required(request, "namespace")
+        namespace = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields).namespace
         table = self.kv.namespace(namespace)
         if table is None:
             return request.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
