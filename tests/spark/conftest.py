@@ -114,6 +114,7 @@ class DevCluster:
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    pytest.importorskip("orbitmq.broker.cli", reason="the broker's `orbitmq dev` command is not in this tree")
     store = tmp_path_factory.mktemp("orbitmq-dev")
     server = start_server(
         orbitmq_command("dev", "--store", str(store), "--namesrv-port", "0", "--broker-port", "0",
