@@ -86,6 +86,26 @@ def loads(data: bytes | bytearray | memoryview | str) -> JsonValue:
     return value
 
 
+def object_key_items(value: ObjectKeyMap | Mapping[Any, Any] | None) -> list[tuple[dict[str, Any], Any]]:
+    """The ``(key_object, value)`` pairs of an object-keyed map however it arrived.
+
+    Accepts an `ObjectKeyMap`, an empty or missing map (an empty object-keyed
+    map reads back as ``{}``), and a map whose string keys hold JSON objects
+    (how some SDKs write such keys). Raises `JsonBodyError` for other keys.
+    """
+    if value is None:
+        return []
+    if isinstance(value, ObjectKeyMap):
+        return list(value)
+    pairs: list[tuple[dict[str, Any], Any]] = []
+    for k, v in value.items():
+        key = loads(k) if isinstance(k, str) and k.lstrip().startswith("{") else None
+        if not isinstance(key, dict):
+            raise JsonBodyError(f"map key {k!r} is not an object", 0)
+        pairs.append((key, v))
+    return pairs
+
+
 def int_keys(mapping: Mapping[Any, Any]) -> dict[int, Any]:
     """A numerically keyed map read in either form (``{0:..}`` or ``{"0":..}``) with int keys."""
     return {int(k): v for k, v in mapping.items()}
@@ -448,4 +468,5 @@ __all__ = [
     "dumps_route_standard",
     "int_keys",
     "loads",
+    "object_key_items",
 ]

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 _PORT_OFFSET = struct.Struct(">iq")
+_PORT = struct.Struct(">i")
 
 
 class HostAddress(NamedTuple):
@@ -53,8 +54,12 @@ def parse_host(addr: str) -> HostAddress:
         raise ValueError(f"not a literal IP address: {addr!r}") from None
 
 
+@lru_cache(maxsize=4096)
 def format_host(ip: bytes, port: int) -> str:
-    """Format address bytes and a port as ``"ip:port"`` (IPv6 as ``"[addr]:port"``)."""
+    """Format address bytes and a port as ``"ip:port"`` (IPv6 as ``"[addr]:port"``).
+
+    Cached: decoding a pull body formats the same few hosts for every record.
+    """
     if len(ip) == 4:
         return f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}:{port}"
     return f"[{socket.inet_ntop(socket.AF_INET6, bytes(ip))}]:{port}"
@@ -76,7 +81,12 @@ def create_offset_msg_id(store_host: str, commit_log_offset: int) -> str:
 
 def offset_msg_id_from_bytes(ip: bytes, port: int, commit_log_offset: int) -> str:
     """`create_offset_msg_id` for a host already in address-bytes form (the decoder's fast path)."""
-    return (bytes(ip) + _PORT_OFFSET.pack(port, commit_log_offset)).hex().upper()
+    return _offset_msg_id_prefix(bytes(ip), port) + f"{commit_log_offset & 0xFFFFFFFFFFFFFFFF:016X}"
+
+
+@lru_cache(maxsize=1024)
+def _offset_msg_id_prefix(ip: bytes, port: int) -> str:
+    return (ip + _PORT.pack(port)).hex().upper()
 
 
 class OffsetMsgId(NamedTuple):

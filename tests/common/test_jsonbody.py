@@ -16,6 +16,7 @@ from orbitmq.common.jsonbody import (
     dumps_route_standard,
     int_keys,
     loads,
+    object_key_items,
 )
 
 ROUTE_LEGACY = (
@@ -145,3 +146,47 @@ def test_legacy_and_pretty_forms_round_trip(value) -> None:  # type: ignore[no-u
 @given(st.recursive(_scalars, lambda i: st.lists(i, max_size=4) | st.dictionaries(st.text(max_size=6), i, max_size=4)))
 def test_standard_json_takes_the_same_values_through_both_parsers(value) -> None:  # type: ignore[no-untyped-def]
     assert loads(dumps(value)) == orjson.loads(orjson.dumps(value)) == value
+
+
+_mq = st.fixed_dictionaries(
+    {"brokerName": st.sampled_from(["broker-a", "broker-b"]), "queueId": st.integers(0, 15), "topic": st.text(max_size=5)}
+)
+
+
+@given(st.lists(st.tuples(_mq, st.integers(-(2**63), 2**63 - 1) | st.fixed_dictionaries({"minOffset": st.integers()})),
+                max_size=5))
+def test_object_keyed_maps_round_trip_through_both_fastjson_forms(pairs) -> None:  # type: ignore[no-untyped-def]
+    body = {"offsetTable": ObjectKeyMap(pairs)}
+    for text in (dumps_legacy(body), dumps_pretty(body)):
+        assert object_key_items(loads(text)["offsetTable"]) == pairs
+
+
+def test_object_keys_written_as_strings_by_other_sdks_are_understood() -> None:
+    mq = {"brokerName": "b", "queueId": 1, "topic": "T"}
+    assert object_key_items(loads(rb'{"{\"brokerName\":\"b\",\"queueId\":1,\"topic\":\"T\"}":7}')) == [(mq, 7)]
+    assert object_key_items({}) == [] and object_key_items(None) == []
+    with pytest.raises(JsonBodyError):
+        object_key_items({"plain": 1})
+
+
+def test_kv_config_file_pretty_form() -> None:
+    body = {"configTable": {"ORDER_TOPIC_CONFIG": {"T": "broker-a:4"}}}
+    assert dumps_pretty(body).decode() == (
+        '{\n\t"configTable":{\n\t\t"ORDER_TOPIC_CONFIG":{\n\t\t\t"T":"broker-a:4"\n\t\t}\n\t}\n}'
+    )
+
+
+def test_delay_offset_file_keeps_numeric_keys_bare() -> None:
+    body = {"offsetTable": {2: 5, 1: 7, 10: 0}}
+    assert dumps_pretty(body).decode() == '{\n\t"offsetTable":{1:7,2:5,10:0\n\t}\n}'
+    assert loads(dumps_pretty(body)) == body
+
+
+def test_floats_and_unicode_survive_the_lenient_parser() -> None:
+    text = "{a:1.5,b:-2E3,c:'\u00e9\\u00e9',d:1e2,'e':0}"
+    assert loads(text) == {"a": 1.5, "b": -2000.0, "c": "éé", "d": 100.0, "e": 0}
+
+
+def test_non_utf8_bodies_are_rejected_cleanly() -> None:
+    with pytest.raises(JsonBodyError):
+        loads(b"{a:'\xff'}")
