@@ -1,1 +1,41 @@
-"""OrbitMQ client package."""
+"""OrbitMQ's Python client: asyncio producers and consumers that speak RocketMQ 4.x.
+
+    from orbitmq.client import Producer, PushConsumer, Message, ConsumeResult
+
+The classes here are asyncio-first; `orbitmq.client.sync` has blocking twins
+for code that is not asyncio. They work against OrbitMQ and against Apache
+RocketMQ 4.x brokers alike.
+"""
+
+from orbitmq.client.allocate import (
+    Averagely,
+    AveragelyByCircle,
+    ByConfig,
+    ByMachineRoom,
+    ConsistentHash,
+    QueueAllocator,
+)
+from orbitmq.client.batch import split_batches
+from orbitmq.client.config import ConsumeFromWhere, MessageModel
+from orbitmq.client.lite_pull_consumer import LitePullConsumer
+from orbitmq.client.message import Message, MessageExt
+from orbitmq.client.producer import Producer
+from orbitmq.client.pull_consumer import PullConsumer
+from orbitmq.client.push_consumer import PushConsumer
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import (
+    ConsumeOrderlyResult,
+    ConsumeResult,
+    PullResult,
+    PullStatus,
+    SendResult,
+    SendStatus,
+)
+from orbitmq.client.selector import hash_selector, machine_room_selector, random_selector
+
+__all__ = [
+    "Averagely", "AveragelyByCircle", "ByConfig", "ByMachineRoom", "ConsistentHash", "ConsumeFromWhere",
+    "ConsumeOrderlyResult", "ConsumeResult", "LitePullConsumer", "Message", "MessageExt", "MessageModel",
+    "MessageQueue", "Producer", "PullConsumer", "PullResult", "PullStatus", "PushConsumer", "QueueAllocator",
+    "SendResult", "SendStatus", "hash_selector", "machine_room_selector", "random_selector", "split_batches",
+]

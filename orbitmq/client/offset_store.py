@@ -97,12 +97,12 @@ class RemoteOffsetStore(_MemoryTable):
         self.update_offset(mq, offset, False)
         return offset
 
-    async def persist_all(self, mqs: Iterable[MessageQueue]) -> None:
-        """Push the offsets of `mqs` (oneway); forget queues no longer held."""
+    async def persist_all(self, mqs: Iterable[MessageQueue], oneway: bool = True) -> None:
+        """Push the offsets of `mqs` (oneway by default, as the periodic job does); forget the others."""
         wanted = set(mqs)
         for mq, offset in list(self.table.items()):
             if mq in wanted:
-                await self._push(mq, offset, oneway=True)
+                await self._push(mq, offset, oneway=oneway)
         for mq in list(self.table):
             if mq not in wanted:
                 del self.table[mq]

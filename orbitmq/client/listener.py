@@ -1,0 +1,60 @@
+"""Running user listeners: sync ones on a worker pool, async ones on the loop, both with a timeout.
+
+A listener is `fn(msgs)` returning a consume result; it may be a plain
+function (run on the consumer's thread pool so it never blocks the event
+loop) or a coroutine function (awaited on the loop). An exception, a missing
+result or a timeout counts as "consume later", as in RocketMQ: the message is
+redelivered, never lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from orbitmq.common import properties as mc
+from orbitmq.common.message import MessageExt
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[list[MessageExt]], Any]
+
+
+class ListenerRunner:
+    def __init__(self, listener: Listener, workers: int, timeout_s: float) -> None:
+        self.listener = listener
+        self.is_async = inspect.iscoroutinefunction(listener)
+        self.timeout_s = timeout_s
+        self.executor = None if self.is_async else ThreadPoolExecutor(workers, thread_name_prefix="orbitmq-consume")
+        # Async listeners get the same bound on concurrency that the pool gives sync ones.
+        self.slots = asyncio.Semaphore(workers)
+
+    async def run(self, msgs: list[MessageExt]) -> Any | None:
+        """The listener's result, or None when it raised or timed out (logged)."""
+        now = str(int(time.time() * 1000))
+        for msg in msgs:
+            msg.properties[mc.CONSUME_START_TIMESTAMP] = now
+        async with self.slots:
+            try:
+                if self.is_async:
+                    return await asyncio.wait_for(self.listener(msgs), self.timeout_s)
+                loop = asyncio.get_running_loop()
+                fut = loop.run_in_executor(self.executor, self.listener, msgs)
+                return await asyncio.wait_for(fut, self.timeout_s)
+            except TimeoutError:
+                log.warning("listener took longer than %.0f s for %s; consuming them later",
+                            self.timeout_s, [m.msg_id for m in msgs])
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("listener raised for %s; consuming them later", [m.msg_id for m in msgs])
+        return None
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,184 @@
+"""PullConsumer: the application pulls queues itself and keeps (or stores) the offsets.
+
+    consumer = PullConsumer("CG", namesrv_addr=...)
+    await consumer.start()
+    for mq in await consumer.fetch_subscribe_message_queues("T"):
+        result = await consumer.pull(mq, "*", offset, 32)
+        ...
+        await consumer.update_consume_offset(mq, result.next_begin_offset)
+
+Offsets given to `update_consume_offset` are kept in memory and stored on the
+broker every 5 s and at shutdown (clustering) or in a local file
+(broadcasting); `fetch_consume_offset` reads them back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Self
+
+from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
+from orbitmq.client.instance import ClientInstance
+from orbitmq.client.lookups import Lookups
+from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteOffsetStore
+from orbitmq.client.pulling import BrokerOffsets, PullHelper
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import PullResult
+from orbitmq.client.subscription import SubscriptionData
+from orbitmq.client.validation import check_group
+from orbitmq.common.message import MessageExt
+from orbitmq.errors import ClientError
+
+PULL_FLAG_SUSPEND = 0x2
+PULL_FLAG_SUBSCRIPTION = 0x4
+#: A non-blocking pull still asks the broker to hold it this long at most (DefaultMQPullConsumer's 20 s).
+BLOCK_SUSPEND_MS = 20_000
+
+
+class PullConsumer:
+    def __init__(self, group: str, **options: Any) -> None:
+        self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
+        self.group = group
+        self._instance: ClientInstance | None = None
+        self._topics: set[str] = set()
+        self._subs: dict[tuple[str, str], SubscriptionData] = {}
+
+    async def start(self) -> None:
+        if self._instance is not None:
+            return
+        check_group(self.group)
+        instance = await ClientInstance.acquire(self.config)
+        try:
+            instance.register_consumer(self)
+        except ClientError:
+            await instance.release()
+            raise
+        self._instance = instance
+        self.lookups = Lookups(instance)
+        self.pulling = PullHelper(instance, self.group)
+        self.offset_store: OffsetStore
+        if self.config.message_model is MessageModel.CLUSTERING:
+            self.offset_store = RemoteOffsetStore(self.group, BrokerOffsets(instance))
+        else:
+            base = Path(self.config.offsets_dir) if self.config.offsets_dir else None
+            self.offset_store = LocalFileOffsetStore(self.group, instance.client_id, base)
+        await self.offset_store.load()
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is None:
+            return
+        await self._persist(oneway=False)
+        await instance.unregister(consumer_group=self.group)
+        await instance.release()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientError("The consumer service state not OK (call start())")
+        return self._instance
+
+    # --- ConsumerMember ----------------------------------------------------------------
+
+    def heartbeat_data(self) -> dict[str, Any]:
+        subs = {sd.topic: sd for sd in self._subs.values()}
+        return {
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeType": "CONSUME_ACTIVELY",
+            "groupName": self.group,
+            "messageModel": self.config.message_model.value,
+            "subscriptionDataSet": [sd.to_json() for sd in subs.values()],
+            "unitMode": False,
+        }
+
+    def subscribed_topics(self) -> set[str]:
+        return set(self._topics)
+
+    async def rebalance(self) -> None:
+        """Queues are chosen by the application; nothing to rebalance."""
+
+    async def persist_offsets(self) -> None:
+        if self._instance is not None:
+            await self._persist(oneway=True)
+
+    async def _persist(self, oneway: bool) -> None:
+        mqs = list(self.offset_store.offsets())
+        if isinstance(self.offset_store, RemoteOffsetStore):
+            await self.offset_store.persist_all(mqs, oneway=oneway)
+        else:
+            await self.offset_store.persist_all(mqs)
+
+    async def on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        for mq, offset in offsets.items():
+            if mq.topic == topic:
+                self.offset_store.update_offset(mq, offset, False)
+
+    # --- API ------------------------------------------------------------------------------------
+
+    async def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of `topic`, sorted."""
+        self._topics.add(topic)
+        await self.instance.update_route(topic)
+        return sorted(await self.instance.subscribe_queues(topic))
+
+    async def pull(
+        self, mq: MessageQueue, expression: str, offset: int, max_nums: int, *, timeout: float = 10.0
+    ) -> PullResult:
+        """Pull at most `max_nums` messages from `offset` without waiting for new ones."""
+        return await self._pull(mq, expression, offset, max_nums, 0, timeout)
+
+    async def pull_block_if_not_found(
+        self, mq: MessageQueue, expression: str, offset: int, max_nums: int, *, suspend_ms: int = BLOCK_SUSPEND_MS
+    ) -> PullResult:
+        """Pull; when nothing is there yet the broker holds the request until a message arrives or
+        `suspend_ms` passes (long polling)."""
+        return await self._pull(mq, expression, offset, max_nums, suspend_ms, suspend_ms / 1000 + 10.0)
+
+    async def _pull(
+        self, mq: MessageQueue, expression: str, offset: int, max_nums: int, suspend_ms: int, timeout: float
+    ) -> PullResult:
+        if offset < 0:
+            raise ClientError(f"offset < 0: {offset}")
+        if max_nums <= 0:
+            raise ClientError(f"maxNums <= 0: {max_nums}")
+        self._topics.add(mq.topic)
+        key = (mq.topic, expression)
+        sd = self._subs.get(key)
+        if sd is None:
+            sd = self._subs[key] = SubscriptionData.build(mq.topic, expression)
+        sys_flag = PULL_FLAG_SUBSCRIPTION | (PULL_FLAG_SUSPEND if suspend_ms else 0)
+        return await self.pulling.pull(mq, sd, offset, max_nums, sys_flag, 0, suspend_ms, timeout,
+                                       send_expression=True)
+
+    async def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
+        """Record that everything before `offset` is consumed (stored in the background)."""
+        self.offset_store.update_offset(mq, offset, False)
+
+    async def fetch_consume_offset(self, mq: MessageQueue, from_store: bool = True) -> int:
+        """The stored offset, or -1 when none is stored."""
+        how = ReadOffsetType.STORE if from_store else ReadOffsetType.MEMORY_FIRST_THEN_STORE
+        return await self.offset_store.read_offset(mq, how)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await self.lookups.max_offset(mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await self.lookups.min_offset(mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self.lookups.search_offset(mq, timestamp_ms)
+
+    async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        return await self.lookups.view_message(msg_id, topic)
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, broker_name: str) -> bool:
+        """Return a message for redelivery via `%RETRY%<group>`; True when the broker took it."""
+        mq = MessageQueue(msg.topic, broker_name, msg.queue_id)
+        return await self.pulling.send_back(msg, mq, delay_level=delay_level, max_reconsume=16)

@@ -1,0 +1,149 @@
+"""Pulling and returning messages, shared by the push, pull and lite-pull consumers.
+
+`PullHelper.pull` picks the broker (the one the last answer suggested, else
+the master), sends PULL_MESSAGE, drops messages whose tag does not match the
+subscription (the broker filtered by hash code only), and stamps MIN_OFFSET /
+MAX_OFFSET on each message as the Java client does.
+
+`PullHelper.send_back` returns a failed message: CONSUMER_SEND_MSG_BACK to
+the broker it came from, else a copy sent to `%RETRY%<group>` by the
+instance's internal producer (§6.7).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from orbitmq.client.config import ConsumeFromWhere, ConsumerConfig
+from orbitmq.client.instance import ClientInstance
+from orbitmq.client.lookups import Lookups
+from orbitmq.client.offset_store import OFFSET_NOT_FOUND, OffsetStore, ReadOffsetType
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import PullResult, PullStatus
+from orbitmq.client.subscription import SubscriptionData
+from orbitmq.common import properties as mc
+from orbitmq.common.message import MessageExt
+from orbitmq.errors import BrokerError, ClientError, RemotingError
+
+log = logging.getLogger(__name__)
+
+SEND_BACK_TIMEOUT_S = 5.0
+
+
+async def compute_pull_from_where(
+    config: ConsumerConfig, offset_store: OffsetStore, lookups: Lookups, mq: MessageQueue
+) -> int:
+    """Where a newly taken queue starts: the stored offset, else as consume_from_where says (§6.5).
+
+    -1 means "cannot tell now" (the broker could not be asked); the caller retries later.
+    """
+    stored = await offset_store.read_offset(mq, ReadOffsetType.STORE)
+    if stored >= 0:
+        return stored
+    if stored != OFFSET_NOT_FOUND:
+        return -1
+    where = config.consume_from_where
+    is_retry = mq.topic.startswith("%RETRY%")
+    try:
+        if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+            return 0 if is_retry else await lookups.max_offset(mq)
+        if is_retry:
+            return await lookups.max_offset(mq)
+        when = time.mktime(time.strptime(config.consume_timestamp, "%Y%m%d%H%M%S"))
+        return await lookups.search_offset(mq, int(when * 1000))
+    except (RemotingError, BrokerError, ClientError) as exc:
+        log.warning("cannot compute the start offset of %s: %s", mq, exc)
+        return -1
+
+
+class BrokerOffsets:
+    """The OffsetBroker calls of a remote offset store, addressed to each queue's master."""
+
+    def __init__(self, instance: ClientInstance) -> None:
+        self.instance = instance
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
+        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        return await self.instance.api.query_consumer_offset(addr, group, mq)
+
+    async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, oneway: bool) -> None:
+        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        await self.instance.api.update_consumer_offset(addr, group, mq, offset, oneway)
+
+
+class PullHelper:
+    def __init__(self, instance: ClientInstance, group: str) -> None:
+        self.instance = instance
+        self.group = group
+        self._suggested: dict[MessageQueue, int] = {}
+
+    async def pull(
+        self,
+        mq: MessageQueue,
+        sd: SubscriptionData,
+        offset: int,
+        max_nums: int,
+        sys_flag: int,
+        commit_offset: int,
+        suspend_ms: int,
+        timeout_s: float,
+        *,
+        send_expression: bool,
+    ) -> PullResult:
+        addr = self.instance.broker_addr(mq.broker_name, self._suggested.get(mq, 0))
+        if addr is None:
+            await self.instance.update_route(mq.topic)
+            addr = self.instance.broker_addr(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        result = await self.instance.api.pull(
+            addr, mq, group=self.group, offset=offset, max_nums=max_nums, sys_flag=sys_flag,
+            commit_offset=commit_offset, suspend_ms=suspend_ms,
+            sub_expression=sd.sub_string if send_expression else None, sub_version=sd.sub_version,
+            expression_type=sd.expression_type, timeout=timeout_s,
+        )
+        self._suggested[mq] = result.suggest_which_broker_id
+        if result.status is PullStatus.FOUND:
+            low, high = str(result.min_offset), str(result.max_offset)
+            kept = []
+            for msg in result.messages:
+                if sd.accepts_tag(msg.tags):
+                    msg.properties[mc.MIN_OFFSET] = low
+                    msg.properties[mc.MAX_OFFSET] = high
+                    kept.append(msg)
+            result.messages = kept
+        return result
+
+    async def send_back(self, msg: MessageExt, mq: MessageQueue, *, delay_level: int, max_reconsume: int) -> bool:
+        """Return `msg` for redelivery (or to the DLQ with delay level -1); False if nothing worked."""
+        addr = self.instance.master_addr(mq.broker_name) or msg.store_host
+        try:
+            await self.instance.api.consumer_send_back(
+                addr, mq.broker_name, msg, self.group, delay_level, max_reconsume, SEND_BACK_TIMEOUT_S)
+            return True
+        except (BrokerError, RemotingError) as exc:
+            log.warning("send-back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc)
+        try:
+            producer = await self.instance.inner_producer()
+            await producer.send(self._retry_copy(msg, delay_level, max_reconsume))
+            return True
+        except (BrokerError, RemotingError, ClientError) as exc:
+            log.warning("resending %s to the retry topic failed: %s", msg.msg_id, exc)
+            return False
+
+    def _retry_copy(self, msg: MessageExt, delay_level: int, max_reconsume: int) -> MessageExt:
+        props = dict(msg.properties)
+        props.setdefault(mc.RETRY_TOPIC, msg.topic)
+        props.setdefault(mc.ORIGIN_MESSAGE_ID, msg.msg_id)
+        props[mc.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+        props[mc.MAX_RECONSUME_TIMES] = str(max_reconsume)
+        props.pop(mc.TRANSACTION_PREPARED, None)
+        props.pop(mc.MIN_OFFSET, None)
+        props.pop(mc.MAX_OFFSET, None)
+        props[mc.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times) if delay_level >= 0 else "0"
+        if delay_level < 0:
+            props.pop(mc.DELAY_TIME_LEVEL, None)
+        return MessageExt(topic=f"%RETRY%{self.group}", body=msg.body, flag=msg.flag, properties=props)

@@ -1,0 +1,367 @@
+"""PushConsumer: subscribe, and the client pulls (long polling) and calls your listener.
+
+    consumer = PushConsumer("CG", namesrv_addr="127.0.0.1:9876")
+    consumer.subscribe("T", "TagA || TagB")
+    consumer.register_listener(handle)          # handle(msgs) -> ConsumeResult, sync or async
+    await consumer.start()
+    ...
+    await consumer.shutdown()
+
+Guarantees (RocketMQ 4.9's DefaultMQPushConsumer): at-least-once delivery;
+in clustering mode each queue is consumed by one member of the group
+(rebalance every 20 s and whenever the group changes); in broadcasting mode
+every member gets every message. Consumed offsets are stored on the broker
+every 5 s and at shutdown (clustering) or in a local file (broadcasting).
+A message whose listener fails is redelivered, never dropped silently.
+Orderly listeners (`register_orderly_listener`) see each queue's messages
+one batch at a time, in order, and only while holding the queue's broker lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any, Self
+
+from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
+from orbitmq.client.consume_concurrently import ConcurrentConsumeService
+from orbitmq.client.consume_orderly import OrderlyConsumeService
+from orbitmq.client.instance import ClientInstance
+from orbitmq.client.listener import Listener, ListenerRunner
+from orbitmq.client.lookups import Lookups
+from orbitmq.client.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteOffsetStore,
+)
+from orbitmq.client.process_queue import ProcessQueue, pull_delay_ms
+from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_where
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.rebalance import Rebalance
+from orbitmq.client.results import PullStatus
+from orbitmq.client.subscription import SubscriptionData
+from orbitmq.client.validation import check_group, check_topic
+from orbitmq.common.message import MessageExt
+from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
+
+log = logging.getLogger(__name__)
+
+PULL_FLAG_COMMIT_OFFSET = 0x1
+PULL_FLAG_SUSPEND = 0x2
+PULL_FLAG_SUBSCRIPTION = 0x4
+FLOW_CONTROL_CODE = 215
+SHUTDOWN_GRACE_S = 5.0
+
+
+def retry_topic(group: str) -> str:
+    return f"%RETRY%{group}"
+
+
+class PushConsumer:
+    def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Any) -> None:
+        self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
+        self.group = group
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self._listener: Listener | None = None
+        self._orderly = False
+        self._instance: ClientInstance | None = None
+        self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
+        self._started_ms = 0
+
+    # --- configuration ---------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume `topic` messages whose tag matches `expression` ("*", "TagA", "TagA || TagB")."""
+        check_topic(topic)
+        self.subscriptions[topic] = SubscriptionData.build(topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        self.subscriptions.pop(topic, None)
+
+    def register_listener(self, listener: Listener) -> None:
+        """`listener(msgs)` returns ConsumeResult.CONSUME_SUCCESS or RECONSUME_LATER."""
+        self._listener = listener
+        self._orderly = False
+
+    def register_orderly_listener(self, listener: Listener) -> None:
+        """`listener(msgs)` returns ConsumeOrderlyResult.SUCCESS or SUSPEND_CURRENT_QUEUE_A_MOMENT."""
+        self._listener = listener
+        self._orderly = True
+
+    @property
+    def clustering(self) -> bool:
+        return self.config.message_model is MessageModel.CLUSTERING
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Join the client instance, announce the group (heartbeat) and take queues (rebalance)."""
+        if self._instance is not None:
+            return
+        check_group(self.group)
+        if self.group == "DEFAULT_CONSUMER":
+            raise MessageValidationError("consumerGroup can not equal DEFAULT_CONSUMER, please specify another one.")
+        if self._listener is None:
+            raise ClientError("messageListener is null: register a listener before start()")
+        if not self.subscriptions:
+            raise ClientError("no subscription: call subscribe() before start()")
+        if self.clustering:
+            self.subscriptions.setdefault(retry_topic(self.group), SubscriptionData.build(retry_topic(self.group), "*"))
+        instance = await ClientInstance.acquire(self.config)
+        try:
+            instance.register_consumer(self)
+        except ClientError:
+            await instance.release()
+            raise
+        self._instance = instance
+        self._started_ms = int(time.time() * 1000)
+        self.lookups = Lookups(instance)
+        self.pulling = PullHelper(instance, self.group)
+        self.broker_offsets = BrokerOffsets(instance)
+        self.offset_store: OffsetStore
+        if self.clustering:
+            self.offset_store = RemoteOffsetStore(self.group, self.broker_offsets)
+        else:
+            base = Path(self.config.offsets_dir) if self.config.offsets_dir else None
+            self.offset_store = LocalFileOffsetStore(self.group, instance.client_id, base)
+        await self.offset_store.load()
+        self.rebalancer = Rebalance(
+            self.group, self.config.message_model, self.config.allocate_strategy, instance, self,
+            orderly=self._orderly,
+        )
+        assert self._listener is not None
+        runner = ListenerRunner(self._listener, self.config.consume_thread_max,
+                                self.config.consume_timeout_minutes * 60.0)
+        self.consume_service: ConcurrentConsumeService | OrderlyConsumeService
+        if self._orderly:
+            self.consume_service = OrderlyConsumeService(
+                self.config, runner, self.offset_store, self.rebalancer, self._send_to_dlq)
+            self.consume_service.start()
+        else:
+            self.consume_service = ConcurrentConsumeService(self.config, runner, self.offset_store, self._send_back)
+        for topic in self.subscriptions:
+            try:
+                await instance.update_route(topic)
+            except (RemotingError, BrokerError, ClientError) as exc:
+                log.warning("route of %s not available yet: %s", topic, exc)
+        await instance.send_heartbeat_to_all()
+        await self.rebalance()
+        instance.trigger_rebalance()
+
+    async def shutdown(self) -> None:
+        """Stop pulling, let running listeners finish, store offsets, leave the group."""
+        instance, self._instance = self._instance, None
+        if instance is None:
+            return
+        for task in self._pull_tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._pull_tasks.values(), return_exceptions=True)
+        self._pull_tasks.clear()
+        await self.consume_service.shutdown(SHUTDOWN_GRACE_S)
+        held = list(self.rebalancer.process_queues)
+        await self._persist(held, oneway=False)
+        if self._orderly and self.clustering:
+            await self.rebalancer.unlock(held)
+        for pq in self.rebalancer.process_queues.values():
+            pq.dropped = True
+        await instance.unregister(consumer_group=self.group)
+        await instance.release()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientError("The consumer service state not OK (call start())")
+        return self._instance
+
+    # --- ConsumerMember (called by the client instance) --------------------------------------
+
+    def heartbeat_data(self) -> dict[str, Any]:
+        return {
+            "consumeFromWhere": self.config.consume_from_where.value,
+            "consumeType": "CONSUME_PASSIVELY",
+            "groupName": self.group,
+            "messageModel": self.config.message_model.value,
+            "subscriptionDataSet": [sd.to_json() for sd in self.subscriptions.values()],
+            "unitMode": False,
+        }
+
+    def subscribed_topics(self) -> set[str]:
+        return set(self.subscriptions)
+
+    async def rebalance(self) -> None:
+        if self._instance is not None:
+            await self.rebalancer.do_rebalance(self.subscriptions)
+
+    async def persist_offsets(self) -> None:
+        if self._instance is not None:
+            await self._persist(list(self.rebalancer.process_queues), oneway=True)
+
+    async def _persist(self, mqs: list[MessageQueue], oneway: bool) -> None:
+        if isinstance(self.offset_store, RemoteOffsetStore):
+            await self.offset_store.persist_all(mqs, oneway=oneway)
+        else:
+            await self.offset_store.persist_all(mqs)
+
+    async def on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """The broker reset the group's offsets (admin resetOffsetByTime): restart those queues there."""
+        for mq, offset in offsets.items():
+            if mq.topic != topic:
+                continue
+            self.offset_store.update_offset(mq, offset, False)
+            pq = self.rebalancer.process_queues.get(mq)
+            if pq is not None:
+                pq.dropped = True
+                task = self._pull_tasks.pop(mq, None)
+                if task is not None:
+                    task.cancel()
+                fresh: ProcessQueue[Any] = ProcessQueue()
+                fresh.locked, fresh.last_lock_ms = pq.locked, pq.last_lock_ms
+                self.rebalancer.process_queues[mq] = fresh
+                self.dispatch_pull(mq, fresh, offset)
+        await self._persist([mq for mq in offsets if mq.topic == topic], oneway=False)
+
+    # --- RebalanceHooks -------------------------------------------------------------------------
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        return await compute_pull_from_where(self.config, self.offset_store, self.lookups, mq)
+
+    async def remove_unnecessary_queue(self, mq: MessageQueue, pq: ProcessQueue[Any]) -> bool:
+        task = self._pull_tasks.pop(mq, None)
+        if task is not None:
+            task.cancel()
+        if self._orderly and self.clustering:
+            assert isinstance(self.consume_service, OrderlyConsumeService)
+            lock = self.consume_service.queue_lock(mq)
+            try:
+                await asyncio.wait_for(lock.acquire(), 1.0)
+            except TimeoutError:
+                return False  # a batch is being consumed; try again next rebalance
+            try:
+                await self.offset_store.persist(mq)
+                self.offset_store.remove_offset(mq)
+                await self.rebalancer.unlock([mq])
+            finally:
+                lock.release()
+            return True
+        await self.offset_store.persist(mq)
+        self.offset_store.remove_offset(mq)
+        return True
+
+    def dispatch_pull(self, mq: MessageQueue, pq: ProcessQueue[Any], offset: int) -> None:
+        self._pull_tasks[mq] = asyncio.ensure_future(self._pull_loop(mq, pq, offset))
+
+    async def queues_changed(self, topic: str) -> None:
+        # Tell the brokers at once so that they see our current subscription (Java does the same).
+        await self.instance.send_heartbeat_to_all()
+
+    # --- pulling -------------------------------------------------------------------------------
+
+    async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue[Any], offset: int) -> None:
+        cfg = self.config
+        sd = self.subscriptions.get(mq.topic) or SubscriptionData.build(mq.topic, "*")
+        if self.clustering:
+            # The offset reached so far, so that the broker can store it with the pull (commit flag).
+            self.offset_store.update_offset(mq, offset, True)
+        while not pq.dropped:
+            delay = pull_delay_ms(pq, orderly=self._orderly, threshold_count=cfg.pull_threshold_for_queue,
+                                  threshold_size_mib=cfg.pull_threshold_size_for_queue,
+                                  max_span=cfg.consume_concurrently_max_span)
+            if delay:
+                await asyncio.sleep(delay / 1000)
+                continue
+            if self._orderly and self.clustering and not pq.locked:
+                await asyncio.sleep(cfg.pull_time_delay_ms_when_exception / 1000)
+                continue
+            pq.last_pull_ms = int(time.monotonic() * 1000)
+            sys_flag = PULL_FLAG_SUSPEND
+            commit_offset = 0
+            if self.clustering:
+                commit_offset = max(await self.offset_store.read_offset(mq, ReadOffsetType.MEMORY), 0)
+                if commit_offset > 0:
+                    sys_flag |= PULL_FLAG_COMMIT_OFFSET
+            if cfg.post_subscription_when_pull:
+                sys_flag |= PULL_FLAG_SUBSCRIPTION
+            try:
+                result = await self.pulling.pull(
+                    mq, sd, offset, cfg.pull_batch_size, sys_flag, commit_offset, cfg.broker_suspend_max_time_ms,
+                    cfg.consumer_timeout_when_suspend_ms / 1000,
+                    send_expression=cfg.post_subscription_when_pull,
+                )
+            except asyncio.CancelledError:
+                raise
+            except BrokerError as exc:
+                delay_s = 0.02 if exc.code == FLOW_CONTROL_CODE else cfg.pull_time_delay_ms_when_exception / 1000
+                log.info("pull of %s failed: %s", mq, exc)
+                await asyncio.sleep(delay_s)
+                continue
+            except (RemotingError, ClientError) as exc:
+                log.info("pull of %s failed: %s", mq, exc)
+                await asyncio.sleep(cfg.pull_time_delay_ms_when_exception / 1000)
+                continue
+            if pq.dropped:
+                break
+            if result.status is PullStatus.FOUND:
+                offset = result.next_begin_offset
+                msgs = self._prepare(result.messages)
+                if msgs:
+                    dispatch = pq.put_messages(msgs)
+                    if isinstance(self.consume_service, OrderlyConsumeService):
+                        self.consume_service.submit(msgs, pq, mq, dispatch)
+                    else:
+                        self.consume_service.submit(msgs, pq, mq)
+                elif pq.msg_count == 0:
+                    self.offset_store.update_offset(mq, offset, True)
+            elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+                offset = result.next_begin_offset
+                if pq.msg_count == 0:
+                    # Nothing in flight: the filtered-out range counts as consumed.
+                    self.offset_store.update_offset(mq, offset, True)
+            else:  # OFFSET_ILLEGAL: the broker says where the queue really starts or ends
+                log.warning("offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
+                offset = result.next_begin_offset
+                self.offset_store.update_offset(mq, offset, False)
+                await self.offset_store.persist(mq)
+            if cfg.pull_interval_ms:
+                await asyncio.sleep(cfg.pull_interval_ms / 1000)
+
+    def _prepare(self, msgs: list[MessageExt]) -> list[MessageExt]:
+        """Restore the original topic of retried messages (the tag filter ran in PullHelper)."""
+        retry = retry_topic(self.group)
+        for msg in msgs:
+            if msg.topic == retry:
+                original = msg.properties.get("RETRY_TOPIC")
+                if original:
+                    msg.topic = original
+        return msgs
+
+    # --- failed messages ---------------------------------------------------------------------------
+
+    async def _send_back(self, msg: MessageExt, mq: MessageQueue) -> bool:
+        """Return a failed message to the broker for redelivery; True when it is safely stored."""
+        return await self.pulling.send_back(msg, mq, delay_level=0, max_reconsume=self._max_reconsume())
+
+    async def _send_to_dlq(self, msg: MessageExt, mq: MessageQueue) -> bool:
+        return await self.pulling.send_back(msg, mq, delay_level=-1, max_reconsume=self._max_reconsume())
+
+    def _max_reconsume(self) -> int:
+        if self.config.max_reconsume_times >= 0:
+            return self.config.max_reconsume_times
+        return (1 << 31) - 1 if self._orderly else 16
+
+    # --- lookups -------------------------------------------------------------------------------------
+
+    async def fetch_subscribe_message_queues(self, topic: str) -> set[MessageQueue]:
+        return await self.instance.subscribe_queues(topic)
+
+    async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        return await self.lookups.view_message(msg_id, topic)

@@ -1,0 +1,80 @@
+"""Results handed to applications: send results, pull results, consume results."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from orbitmq.client.queue import MessageQueue
+from orbitmq.common.message import MessageExt
+
+
+class SendStatus(str, enum.Enum):
+    """RocketMQ's SendStatus; only SEND_OK means stored and (if asked) flushed and replicated."""
+
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+#: Broker response codes that mean "stored" (§3.1), with the status they map to.
+SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
+    0: SendStatus.SEND_OK,
+    10: SendStatus.FLUSH_DISK_TIMEOUT,
+    12: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    11: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """`msg_id` is the client's UNIQ_KEY (comma-joined for a batch); `offset_msg_id` the broker's id(s)."""
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+
+
+class PullStatus(str, enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+#: Pull response codes and what they mean to a client (§3.2).
+PULL_STATUS_BY_CODE: dict[int, PullStatus] = {
+    0: PullStatus.FOUND,
+    19: PullStatus.NO_NEW_MSG,
+    20: PullStatus.NO_MATCHED_MSG,
+    21: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass
+class PullResult:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    messages: list[MessageExt] = field(default_factory=list)
+    suggest_which_broker_id: int = 0
+
+
+class ConsumeResult(str, enum.Enum):
+    """What a concurrent listener returns (ConsumeConcurrentlyStatus)."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class ConsumeOrderlyResult(str, enum.Enum):
+    """What an orderly listener returns (ConsumeOrderlyStatus)."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
