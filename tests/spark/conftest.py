@@ -8,6 +8,7 @@ PID at the end.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -112,6 +113,18 @@ class DevCluster:
         return name
 
 
+def dev_addresses(server: ServerProcess) -> tuple[str, str]:
+    """(NameServer address, broker address) from `orbitmq dev`'s readiness lines."""
+    found: dict[str, str] = {}
+    for line in server.output:
+        m = re.match(r"(namesrv|broker \S+) listening on (\S+)$", line.strip())
+        if m:
+            found[m.group(1).split()[0]] = m.group(2)
+    if set(found) != {"namesrv", "broker"}:
+        raise RuntimeError("orbitmq dev did not announce both listeners:\n" + "".join(server.output))
+    return found["namesrv"], found["broker"]
+
+
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     pytest.importorskip("orbitmq.broker.cli", reason="the broker's `orbitmq dev` command is not in this tree")
@@ -123,8 +136,7 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
         timeout=60,
     )
     try:
-        namesrv = next(line for line in server.output if "namesrv listening on" in line).split()[-1]
-        broker = next(line for line in server.output if "broker" in line and "listening on" in line).split()[-1]
+        namesrv, broker = dev_addresses(server)
         yield DevCluster(server, namesrv, broker)
     finally:
         server.stop()

@@ -102,3 +102,14 @@ def test_decoded_batches_match_the_arrow_schema_spark_derives() -> None:
         assert row["brokerName"] == "broker-a" and row["body"] == b"hello"
         if include:
             assert row["properties"] == [("color", "red")]
+
+
+def test_records_with_ipv6_hosts_decode_like_ipv4_ones() -> None:
+    raw = encode_record(topic=b"orders", body=b"v6", properties=encode_properties_bytes({"TAGS": "T"}),
+                        queue_id=1, queue_offset=9, physical_offset=77, store_timestamp=5_000,
+                        born_host="[::1]:5000", store_host="[fe80::1]:10911", reconsume_times=2)
+    cols = Columns()
+    decode_into(cols, raw + record(10), end_offset=99, accept_tag=None, include_properties=True)
+    assert cols.queue_offset == [9, 10] and cols.body == [b"v6", b"hello"] and cols.tags == ["T", "TagA"]
+    assert cols.store_us[0] == 5_000_000 and cols.reconsume == [2, 1]
+    assert len(cols.msg_id[0]) == 56  # IPv6 offset message id
