@@ -37,6 +37,28 @@ def _utf16_units(data: bytes) -> list[int]:
     return [(data[i] << 8) | data[i + 1] for i in range(0, len(data), 2)]
 
 
+def _utf16_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-16-be")) // 2
+
+
+@lru_cache(maxsize=4096)
+def _prefix_hash(prefix: str) -> tuple[int, int]:
+    return java_string_hash(prefix) & _MASK32, _utf16_len(prefix)
+
+
+def java_string_hash_concat(prefix: str, text: str) -> int:
+    """`java_string_hash(prefix + text)` without hashing `prefix` again.
+
+    The hash is a polynomial, so hash(p + t) = hash(p) * 31**len(t) + hash(t)
+    (mod 2**32). Prefixes (``topic#`` for index keys) are few and cached.
+    """
+    prefix_h, _ = _prefix_hash(prefix)
+    n = _utf16_len(text)
+    scale = _POWERS[n] if n < _POWERS_LIMIT else pow(31, n, 1 << 32)
+    h = (prefix_h * scale + java_string_hash(text)) & _MASK32
+    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
+
+
 @lru_cache(maxsize=8192)
 def tag_hash_code(tags: str | None) -> int:
     """The ConsumeQueue tags code of a TAGS value: its hash sign-extended to 64 bits; 0 without tags.
@@ -48,12 +70,15 @@ def tag_hash_code(tags: str | None) -> int:
     return java_string_hash(tags)
 
 
-def index_key_hash(key: str) -> int:
-    """The IndexFile hash of a key: |hashCode|, with Integer.MIN_VALUE mapped to 0 (§7.3)."""
-    h = java_string_hash(key)
+def index_key_hash(key: str, prefix: str = "") -> int:
+    """The IndexFile hash of `prefix + key`: |hashCode|, with Integer.MIN_VALUE mapped to 0 (§7.3).
+
+    Pass the ``topic#`` part as `prefix` to have its hash cached.
+    """
+    h = java_string_hash_concat(prefix, key) if prefix else java_string_hash(key)
     if h == -0x8000_0000:
         return 0
     return -h if h < 0 else h
 
 
-__all__ = ["index_key_hash", "java_string_hash", "tag_hash_code"]
+__all__ = ["index_key_hash", "java_string_hash", "java_string_hash_concat", "tag_hash_code"]

@@ -176,16 +176,19 @@ class IndexFile:
         )
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
-        """Add an entry for `key`; False (and nothing written) when the file is full.
+        """Add an entry for `key`; False (and nothing written) when the file is full."""
+        return self.put_hash(index_key_hash(key), phy_offset, store_timestamp)
 
-        Costs the key hash and three `pack_into` calls. The header in the
-        mapping is kept current on every put, so a process crash leaves it
-        consistent with the entries.
+    def put_hash(self, key_hash: int, phy_offset: int, store_timestamp: int) -> bool:
+        """`put_key` for a key already hashed with `index_key_hash`.
+
+        Costs three `pack_into` calls. The header in the mapping is kept
+        current on every put, so a process crash leaves it consistent with
+        the entries.
         """
         count = self.index_count
         if count >= self.index_num:
             return False
-        key_hash = index_key_hash(key)
         mm = self._mm
         slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * SLOT_SIZE
         (prev,) = _SLOT.unpack_from(mm, slot_pos)
@@ -228,15 +231,14 @@ class IndexFile:
         broken link, or at the first entry older than `begin_ts`.
         """
         out: list[int] = []
-        self.select_into(out, key, max_num, begin_ts, end_ts)
+        self.select_into(out, index_key_hash(key), max_num, begin_ts, end_ts)
         return out
 
-    def select_into(self, out: list[int], key: str, max_num: int, begin_ts: int, end_ts: int) -> None:
-        """`select_phy_offsets` appending to `out` until it holds `max_num` offsets."""
+    def select_into(self, out: list[int], key_hash: int, max_num: int, begin_ts: int, end_ts: int) -> None:
+        """`select_phy_offsets` by key hash, appending to `out` until it holds `max_num` offsets."""
         count = self.index_count
         if count <= 1 or len(out) >= max_num:
             return
-        key_hash = index_key_hash(key)
         mm = self._mm
         (current,) = _SLOT.unpack_from(mm, HEADER_SIZE + (key_hash % self.hash_slot_num) * SLOT_SIZE)
         base = self._entries_base
@@ -387,17 +389,18 @@ class IndexService:
         f = files[-1] if files else self._roll()
         if phy_offset < f.end_phy_offset:
             return  # replayed during recovery: already indexed
+        prefix = topic + "#"
         if uniq_key:
-            f = self._put(f, f"{topic}#{uniq_key}", phy_offset, store_timestamp)
+            f = self._put(f, index_key_hash(uniq_key, prefix), phy_offset, store_timestamp)
         if keys:
             for key in keys.split(KEY_SEPARATOR):
                 if key:
-                    f = self._put(f, f"{topic}#{key}", phy_offset, store_timestamp)
+                    f = self._put(f, index_key_hash(key, prefix), phy_offset, store_timestamp)
 
-    def _put(self, f: IndexFile, key: str, phy_offset: int, store_timestamp: int) -> IndexFile:
-        if not f.put_key(key, phy_offset, store_timestamp):
+    def _put(self, f: IndexFile, key_hash: int, phy_offset: int, store_timestamp: int) -> IndexFile:
+        if not f.put_hash(key_hash, phy_offset, store_timestamp):
             f = self._roll()
-            f.put_key(key, phy_offset, store_timestamp)
+            f.put_hash(key_hash, phy_offset, store_timestamp)
         return f
 
     def _roll(self) -> IndexFile:
@@ -433,14 +436,14 @@ class IndexService:
         max_num = min(max_num, self.max_msgs_num_batch)
         found: list[int] = []
         last_ts = last_phy = 0
-        full_key = f"{topic}#{key}"
+        key_hash = index_key_hash(key, topic + "#")
         files = self.files
         for i in range(len(files) - 1, -1, -1):
             f = files[i]
             if i == len(files) - 1:
                 last_ts, last_phy = f.end_timestamp, f.end_phy_offset
             if f.is_time_matched(begin_ts, end_ts):
-                f.select_into(found, full_key, max_num, begin_ts, end_ts)
+                f.select_into(found, key_hash, max_num, begin_ts, end_ts)
             if f.begin_timestamp < begin_ts or len(found) >= max_num:
                 break
         return QueryOffsetResult(list(dict.fromkeys(found)), last_ts, last_phy)

@@ -95,3 +95,11 @@ def test_index_key_hash_is_the_absolute_hash_with_min_value_mapped_to_zero() -> 
     negative = next(k for k in (f"some-longer-key-{i}" for i in range(1000)) if java_string_hash(k) < 0)
     assert index_key_hash(negative) == -java_string_hash(negative)
     assert index_key_hash("TagA") == 2598919
+
+
+@given(st.text(max_size=40), st.text(max_size=600))
+def test_prefixed_hash_equals_the_hash_of_the_joined_string(prefix: str, text: str) -> None:
+    from orbitmq.common.hashing import java_string_hash_concat
+
+    assert java_string_hash_concat(prefix, text) == java_string_hash(prefix + text)
+    assert index_key_hash(text, prefix) == index_key_hash(prefix + text)
