@@ -1,0 +1,331 @@
+"""CommitLog: every message of every topic, appended as RocketMQ records (§5.1, §7.1).
+
+Appends run on the event loop only (one writer, no lock). A record never
+spans two files: when a record plus the 8-byte end-of-file marker does not
+fit in what is left of the current file, the marker (TOTALSIZE = bytes left,
+MAGICCODE 0xCBD43194) fills the rest and the record goes to the next file.
+
+Queue offsets come from `topic_queue_table`, advanced per stored message;
+prepared and rollback transaction records get queue offset 0 and do not
+advance it (they are not consumable, §7.2).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import struct
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from orbitmq.common import properties as mc
+from orbitmq.common.hashing import tag_hash_code
+from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
+from orbitmq.common.msgid import offset_msg_id_from_bytes, parse_host
+from orbitmq.common.record import (
+    BLANK_MAGIC,
+    BLANK_RECORD,
+    MAX_TOPIC_BYTES_V1,
+    RECORD_PREFIX,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+    check_record,
+    encode_blank_into,
+    encode_record_into,
+    host_flags,
+    iter_batch_items,
+    record_size,
+)
+from orbitmq.errors import CorruptRecord
+from orbitmq.store.api import PutMessageStatus
+from orbitmq.store.config import StoreConfig
+from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.mapped_queue import MappedFileQueue
+
+END_FILE_MIN_BLANK_LENGTH = 8
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_SYSFLAG_AT = 36
+_BORN_HOST_AT = 48
+_NOT_CONSUMABLE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+class Appended(NamedTuple):
+    """One record just written: what dispatch needs."""
+
+    topic: str
+    queue_id: int
+    phys_offset: int
+    size: int
+    queue_offset: int
+    tags_code: int
+    store_timestamp: int
+    sys_flag: int
+    properties: dict[str, str]
+    prepared_transaction_offset: int
+
+
+class AppendFailure(Exception):
+    """An append refused before anything was written."""
+
+    def __init__(self, status: PutMessageStatus, remark: str) -> None:
+        super().__init__(remark)
+        self.status = status
+        self.remark = remark
+
+
+class CommitLog:
+    """The mapped CommitLog files, the queue-offset table and record encoding."""
+
+    def __init__(self, config: StoreConfig, allocator: concurrent.futures.Executor | None = None) -> None:
+        self.config = config
+        self.log = MappedFileQueue(
+            config.commit_log_dir,
+            config.mapped_file_size_commit_log,
+            warm=config.warm_mapped_file_enable,
+            allocator=allocator if config.preallocate_next_file else None,
+        )
+        #: (topic, queue id) -> queue offset of the next message.
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        #: Store time of the last record appended; store times never go backwards
+        #: so that searching a queue by time can bisect.
+        self.last_store_timestamp = 0
+        self._topic_bytes: dict[str, bytes] = {}
+        self._max_record = min(
+            config.max_record_size, config.mapped_file_size_commit_log - END_FILE_MIN_BLANK_LENGTH
+        )
+
+    # --- appending -----------------------------------------------------------
+
+    def _topic_utf8(self, topic: str) -> bytes:
+        raw = self._topic_bytes.get(topic)
+        if raw is None:
+            raw = topic.encode()
+            if len(raw) > MAX_TOPIC_BYTES_V1:
+                raise AppendFailure(
+                    PutMessageStatus.MESSAGE_ILLEGAL,
+                    f"topic is {len(raw)} bytes; a 4.x record holds at most {MAX_TOPIC_BYTES_V1}",
+                )
+            self._topic_bytes[topic] = raw
+        return raw
+
+    def _store_time(self, now_ms: int) -> int:
+        self.last_store_timestamp = max(self.last_store_timestamp, now_ms)
+        return self.last_store_timestamp
+
+    def _file_for(self, size: int) -> MappedFile:
+        """The file with room for `size` bytes plus the end marker, rolling over if needed."""
+        mf = self.log.get_last_for_append()
+        if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
+            remaining = mf.remaining
+            encode_blank_into(mf.view, mf.wrote_position, remaining)
+            mf.wrote_position = mf.file_size
+            mf = self.log.get_last_for_append()
+        return mf
+
+    def append_message(self, msg: MessageExtBrokerInner, now_ms: int) -> Appended:
+        """Encode `msg` at the end of the log and fill in its store fields.
+
+        Raises AppendFailure (nothing written) when it breaks a size limit.
+        """
+        topic_raw = self._topic_utf8(msg.topic)
+        props_raw = msg.properties_string.encode()
+        if len(props_raw) > mc.MAX_PROPERTIES_BYTES:
+            raise AppendFailure(
+                PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                f"properties are {len(props_raw)} bytes; at most {mc.MAX_PROPERTIES_BYTES} fit",
+            )
+        body = msg.body
+        if len(body) > self.config.max_message_size:
+            raise AppendFailure(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                f"body is {len(body)} bytes; maxMessageSize is {self.config.max_message_size}",
+            )
+        sys_flag = (msg.sys_flag & ~0x30) | host_flags(msg.born_host, msg.store_host)
+        size = record_size(len(body), len(topic_raw), len(props_raw), sys_flag)
+        if size > self._max_record:
+            raise AppendFailure(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                f"record of {size} bytes exceeds the limit of {self._max_record}",
+            )
+        key = (msg.topic, msg.queue_id)
+        tran = sys_flag & TRANSACTION_TYPE_MASK
+        queue_offset = 0 if tran in _NOT_CONSUMABLE else self.topic_queue_table.get(key, 0)
+        mf = self._file_for(size)
+        pos = mf.wrote_position
+        phys = mf.file_from_offset + pos
+        store_ts = self._store_time(now_ms)
+        encode_record_into(
+            mf.view, pos, topic=topic_raw, body=body, properties=props_raw,
+            queue_id=msg.queue_id, flag=msg.flag, queue_offset=queue_offset, physical_offset=phys,
+            sys_flag=sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+            store_timestamp=store_ts, store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+        )
+        mf.wrote_position = pos + size
+        mf.last_store_timestamp = store_ts
+        if tran not in _NOT_CONSUMABLE:
+            self.topic_queue_table[key] = queue_offset + 1
+        msg.sys_flag = sys_flag
+        msg.store_timestamp = store_ts
+        msg.queue_offset = queue_offset
+        msg.commit_log_offset = phys
+        msg.store_size = size
+        store = parse_host(msg.store_host)
+        msg.offset_msg_id = offset_msg_id_from_bytes(store.ip, store.port, phys)
+        return Appended(
+            msg.topic, msg.queue_id, phys, size, queue_offset, msg.tags_code, store_ts, sys_flag,
+            msg.properties, msg.prepared_transaction_offset,
+        )
+
+    def append_batch(self, batch: MessageExtBatch, now_ms: int) -> list[Appended]:
+        """Store every item of a batch body as its own record, consecutive queue offsets, one file.
+
+        Raises AppendFailure (nothing written) when an item is malformed or a limit is broken.
+        """
+        topic_raw = self._topic_utf8(batch.topic)
+        extra = batch.properties_string.encode()
+        sys_flag = (batch.sys_flag & ~(0x30 | TRANSACTION_TYPE_MASK)) | host_flags(
+            batch.born_host, batch.store_host
+        )
+        if len(batch.body) > self.config.max_message_size:
+            raise AppendFailure(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                f"batch body is {len(batch.body)} bytes; maxMessageSize is {self.config.max_message_size}",
+            )
+        try:
+            items = list(iter_batch_items(batch.body))
+        except CorruptRecord as exc:
+            raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: {exc}") from exc
+        if not items:
+            raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
+        plan: list[tuple[int, memoryview, bytes, int]] = []
+        total = 0
+        for flag, body, props in items:
+            raw = _join_properties(props, extra)
+            if len(raw) > mc.MAX_PROPERTIES_BYTES:
+                raise AppendFailure(
+                    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+                    f"properties are {len(raw)} bytes; at most {mc.MAX_PROPERTIES_BYTES} fit",
+                )
+            size = record_size(len(body), len(topic_raw), len(raw), sys_flag)
+            plan.append((flag, body, raw, size))
+            total += size
+        if total > self._max_record:
+            raise AppendFailure(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                f"batch of {total} bytes exceeds the limit of {self._max_record}",
+            )
+        key = (batch.topic, batch.queue_id)
+        queue_offset = self.topic_queue_table.get(key, 0)
+        mf = self._file_for(total)
+        pos = mf.wrote_position
+        store_ts = self._store_time(now_ms)
+        out: list[Appended] = []
+        view = mf.view
+        base = mf.file_from_offset
+        for flag, body, raw, size in plan:
+            encode_record_into(
+                view, pos, topic=topic_raw, body=body, properties=raw,
+                queue_id=batch.queue_id, flag=flag, queue_offset=queue_offset, physical_offset=base + pos,
+                sys_flag=sys_flag, born_timestamp=batch.born_timestamp, born_host=batch.born_host,
+                store_timestamp=store_ts, store_host=batch.store_host,
+            )
+            properties = mc.decode_properties(raw)
+            out.append(
+                Appended(
+                    batch.topic, batch.queue_id, base + pos, size, queue_offset,
+                    tag_hash_code(properties.get(mc.TAGS)), store_ts, sys_flag, properties, 0,
+                )
+            )
+            pos += size
+            queue_offset += 1
+        mf.wrote_position = pos
+        mf.last_store_timestamp = store_ts
+        self.topic_queue_table[key] = queue_offset
+        return out
+
+    # --- reading -------------------------------------------------------------
+
+    @property
+    def min_offset(self) -> int:
+        first = self.log.first
+        if first is None:
+            return 0
+        return first.file_from_offset if first.is_available else first.file_from_offset + first.file_size
+
+    @property
+    def max_offset(self) -> int:
+        return self.log.max_offset
+
+    def record_at(self, offset: int, size: int = 0) -> tuple[MappedFile, memoryview] | None:
+        """The whole record at `offset` (its size read from the header when `size` is 0)."""
+        mf = self.log.find(offset)
+        if mf is None or not mf.is_available:
+            return None
+        pos = offset - mf.file_from_offset
+        if pos + 8 > mf.wrote_position:
+            return None
+        if size <= 0:
+            (size,) = _I32.unpack_from(mf.view, pos)
+        if size <= 0 or pos + size > mf.wrote_position:
+            return None
+        return mf, mf.view[pos : pos + size]
+
+    def store_timestamp_at(self, offset: int) -> int:
+        """Store time (ms) of the record at `offset`, -1 when there is none."""
+        mf = self.log.find(offset)
+        if mf is None or not mf.is_available:
+            return -1
+        pos = offset - mf.file_from_offset
+        if pos + RECORD_PREFIX.size + 40 > mf.wrote_position:
+            return -1
+        (sys_flag,) = _I32.unpack_from(mf.view, pos + _SYSFLAG_AT)
+        at = pos + _BORN_HOST_AT + (20 if sys_flag & 0x10 else 8)
+        return int(_I64.unpack_from(mf.view, at)[0])
+
+    def next_file_offset(self, offset: int) -> int:
+        """Start of the file after the one holding `offset`."""
+        size = self.log.file_size
+        return offset + size - offset % size
+
+    # --- recovery scanning ---------------------------------------------------
+
+    def scan(self, mf: MappedFile, check_crc: bool, start: int = 0) -> Iterator[tuple[int, int]]:
+        """(position, size) of each valid record of `mf` from `start` (a record boundary),
+        stopping at the first invalid byte; the end-of-file marker yields size 0."""
+        pos = start
+        view = mf.view
+        limit = mf.file_size
+        base = mf.file_from_offset
+        while pos + 8 <= limit:
+            try:
+                size = check_record(view, pos, check_crc=check_crc)
+            except CorruptRecord:
+                return
+            if size == 0:
+                (blank,) = _I32.unpack_from(view, pos)
+                if pos + blank == limit:
+                    yield pos, 0
+                return
+            if _I64.unpack_from(view, pos + 28)[0] != base + pos:
+                return  # a record that does not know its own offset is not ours to keep
+            yield pos, size
+            pos += size
+
+    def is_blank_at(self, mf: MappedFile, pos: int) -> bool:
+        return pos + 8 <= mf.file_size and BLANK_RECORD.unpack_from(mf.view, pos)[1] == BLANK_MAGIC
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def _join_properties(own: memoryview, extra: bytes) -> bytes:
+    """An item's own properties followed by the batch-level ones, one separator between (§5.8)."""
+    if not extra:
+        return bytes(own)
+    if not own:
+        return extra
+    if own[-1] == 2:
+        return bytes(own) + extra
+    return b"".join((own, b"\x02", extra))

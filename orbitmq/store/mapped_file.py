@@ -1,0 +1,276 @@
+"""One fixed-size, memory-mapped store file (a CommitLog or ConsumeQueue segment).
+
+A file is named by the 20-digit zero-padded global offset of its first byte
+(§7.1, §7.2). Appends and reads go through one writable `memoryview` of the
+whole mapping, so a read is a slice of that view: no copy, and the slice stays
+valid as long as someone holds it, even after the file is unlinked.
+
+Ownership: positions (`wrote_position`, `flushed_position`) are owned by the
+event loop. `flush()` and `create()` are blocking and run in worker threads;
+`flush()` only reads `wrote_position` (an int, read atomically under the GIL)
+and fsyncs the descriptor, never touching the mapping.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+
+from orbitmq.errors import StoreError
+
+#: Width of file names: the start offset as a zero-padded decimal.
+NAME_WIDTH = 20
+_ZEROS = bytes(1 << 20)
+
+
+def file_name_for(offset: int) -> str:
+    return f"{offset:0{NAME_WIDTH}d}"
+
+
+def offset_from_name(name: str) -> int | None:
+    """The start offset a file name encodes, or None when it is not a store file name."""
+    if len(name) != NAME_WIDTH or not name.isdigit():
+        return None
+    return int(name)
+
+
+class MappedFile:
+    """A store file mapped into memory with positions and a reader reference count."""
+
+    __slots__ = (
+        "_available",
+        "_closed",
+        "_refs",
+        "_shutdown_at_ms",
+        "fd",
+        "file_from_offset",
+        "file_size",
+        "flushed_position",
+        "last_store_timestamp",
+        "mm",
+        "path",
+        "view",
+        "wrote_position",
+    )
+
+    def __init__(self, path: str, file_from_offset: int, file_size: int, fd: int, mm: mmap.mmap) -> None:
+        self.path = path
+        self.file_from_offset = file_from_offset
+        self.file_size = file_size
+        self.fd = fd
+        self.mm = mm
+        self.view = memoryview(mm)
+        #: Bytes appended so far (the next append goes here).
+        self.wrote_position = 0
+        #: Bytes known to be on disk.
+        self.flushed_position = 0
+        #: Store time (ms) of the last record appended, for the checkpoint.
+        self.last_store_timestamp = 0
+        self._refs = 1  # the owner's own reference, dropped by shutdown()
+        self._available = True
+        self._shutdown_at_ms = 0
+        self._closed = False
+
+    # --- opening -------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, file_from_offset: int, file_size: int, warm: bool = False) -> MappedFile:
+        """Create (or reopen) the file for `file_from_offset`, sized and mapped. Blocking.
+
+        The blocks are reserved with fallocate so the first write to a page
+        needs no block allocation; with `warm` the pages are also written with
+        zeros (from this thread, GIL released) so appends find them in the
+        page cache. The directory is fsynced so the new name survives a crash.
+        """
+        path = os.path.join(directory, file_name_for(file_from_offset))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            current = os.fstat(fd).st_size
+            if current > file_size:
+                raise StoreError(f"{path} is {current} bytes, larger than the configured {file_size}")
+            if current < file_size:
+                os.ftruncate(fd, file_size)
+                _reserve(fd, file_size)
+                if warm and current == 0:
+                    _write_zeros(fd, file_size)
+                _fsync_dir(directory)
+            mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, file_from_offset, file_size, fd, mm)
+
+    @classmethod
+    def open_existing(cls, path: str, file_size: int) -> MappedFile:
+        """Map an existing store file; its size must be `file_size`."""
+        name = os.path.basename(path)
+        start = offset_from_name(name)
+        if start is None:
+            raise StoreError(f"{path} is not named by a 20-digit offset")
+        size = os.path.getsize(path)
+        if size != file_size:
+            raise StoreError(f"{path} is {size} bytes, expected {file_size} (mappedFileSize changed?)")
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, start, file_size, fd, mm)
+
+    # --- positions -----------------------------------------------------------
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def remaining(self) -> int:
+        return self.file_size - self.wrote_position
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    @property
+    def end_offset(self) -> int:
+        """Global offset just past the last byte written."""
+        return self.file_from_offset + self.wrote_position
+
+    def set_positions(self, position: int) -> None:
+        """Declare the first `position` bytes valid and flushed (recovery)."""
+        self.wrote_position = position
+        self.flushed_position = position
+
+    # --- writing -------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Copy `data` at the write position; return the global offset it landed at."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            raise StoreError(f"append of {len(data)} bytes past the end of {self.path}")
+        self.view[pos:end] = data
+        self.wrote_position = end
+        return self.file_from_offset + pos
+
+    def flush(self) -> int:
+        """fdatasync what was written; returns the position now durable. Blocking.
+
+        The file's size never changes after creation, so fdatasync (which skips
+        metadata such as mtime) is enough to make the data durable.
+        """
+        target = self.wrote_position
+        if target > self.flushed_position and not self._closed:
+            os.fdatasync(self.fd)
+            self.flushed_position = max(self.flushed_position, target)
+        return self.flushed_position
+
+    def truncate_after(self, position: int) -> None:
+        """Make everything from `position` on zeros again and the write position `position`.
+
+        Stale bytes past a recovered end must not survive: a later crash
+        recovery could otherwise mistake an old record for a new one. Shrinking
+        the file and growing it back lets the kernel zero the tail without us
+        writing it (done only while no reader holds the file: at recovery).
+        """
+        os.ftruncate(self.fd, position)
+        os.ftruncate(self.fd, self.file_size)
+        _reserve(self.fd, self.file_size)
+        self.set_positions(position)
+
+    # --- reading -------------------------------------------------------------
+
+    def slice(self, position: int, size: int) -> memoryview:
+        """A view of `size` bytes at `position` (clipped to what was written)."""
+        end = min(position + size, self.wrote_position)
+        return self.view[position:end]
+
+    # --- lifetime ------------------------------------------------------------
+
+    def hold(self) -> bool:
+        """Take a reader reference; False when the file is being deleted."""
+        if not self._available:
+            return False
+        self._refs += 1
+        return True
+
+    def release(self) -> None:
+        self._refs -= 1
+        if self._refs <= 0 and not self._available:
+            self._close_mapping()
+
+    @property
+    def is_available(self) -> bool:
+        return self._available
+
+    def shutdown(self, interval_forcibly_ms: int, now_ms: int | None = None) -> bool:
+        """Begin deleting: refuse new readers, and close once readers are gone
+        or `interval_forcibly_ms` after the first call. True once closed."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        if self._available:
+            self._available = False
+            self._shutdown_at_ms = now
+            self._refs -= 1
+        if self._refs <= 0 or now - self._shutdown_at_ms >= interval_forcibly_ms:
+            self._close_mapping()
+        return self._closed
+
+    def destroy(self, interval_forcibly_ms: int = 0, now_ms: int | None = None) -> bool:
+        """Shut down and unlink the file. True when the file is gone."""
+        if not self.shutdown(interval_forcibly_ms, now_ms):
+            return False
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        return True
+
+    def close(self) -> None:
+        """Unmap and close without deleting (store shutdown)."""
+        self._available = False
+        self._close_mapping()
+
+    def _close_mapping(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.view.release()
+        except BufferError:
+            pass
+        try:
+            self.mm.close()
+        except BufferError:
+            # Slices handed to readers are still alive. The mapping stays until
+            # they are garbage; the descriptor can go now.
+            pass
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.file_name}, wrote={self.wrote_position}, flushed={self.flushed_position})"
+
+
+def _reserve(fd: int, size: int) -> None:
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError:
+        # Filesystems without fallocate (tmpfs on old kernels) still work, just slower.
+        pass
+
+
+def _write_zeros(fd: int, size: int) -> None:
+    for off in range(0, size, len(_ZEROS)):
+        os.pwrite(fd, _ZEROS[: min(len(_ZEROS), size - off)], off)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

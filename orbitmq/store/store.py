@@ -1,0 +1,461 @@
+"""DefaultMessageStore: the file store behind the `MessageStore` protocol.
+
+Wiring: one CommitLog, a table of ConsumeQueues, the IndexService, the
+checkpoint, flushing (group commit or interval), and cleaning. Appends and
+dispatch run on the event loop in the put call itself (before its first
+await), so a put is atomic with respect to other loop tasks and readers see
+a record as soon as its put returns. Blocking file work (fsync, creating
+files) runs in three worker threads: CommitLog flush, ConsumeQueue/index
+flush, file allocation.
+
+Shutdown order: refuse puts, let the running fsync finish, stop background
+tasks, flush everything, write the checkpoint, remove the abort marker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import fcntl
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Self
+
+from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
+from orbitmq.common.msgid import offset_msg_id_from_bytes, parse_host
+from orbitmq.common.names import is_name_legal
+from orbitmq.common.record import TRANSACTION_TYPE_MASK, decode_record
+from orbitmq.errors import CorruptRecord
+from orbitmq.store.api import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    DispatchListener,
+    GetMessageResult,
+    MessageFilter,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+    SelectMappedBufferResult,
+)
+from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remove_abort_marker
+from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
+from orbitmq.store.commitlog import Appended, AppendFailure, CommitLog
+from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
+from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher
+from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
+from orbitmq.store.indexfile import IndexService
+from orbitmq.store.reading import QueueReader, offset_by_time
+from orbitmq.store.recovery import (
+    DEFAULT_DELAY_LEVELS_MS,
+    crash_scan_start,
+    recover_abnormally,
+    recover_normally,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class DefaultMessageStore:
+    """The CommitLog/ConsumeQueue/IndexFile store (see `orbitmq.store.api.MessageStore`).
+
+    `clock_ms` and `disk_usage` are injectable so tests drive time-based
+    cleaning and the disk watermarks without sleeping or filling a disk.
+    """
+
+    def __init__(
+        self,
+        config: StoreConfig,
+        *,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+        disk_usage: DiskUsage = disk_used_ratio,
+        delay_levels_ms: Sequence[int] = DEFAULT_DELAY_LEVELS_MS,
+    ) -> None:
+        self.config = config
+        self.clock_ms = clock_ms
+        self._delay_levels_ms = tuple(delay_levels_ms)
+        self._flush_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="orbitmq-flush")
+        self._logics_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="orbitmq-cqflush")
+        self._alloc_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="orbitmq-alloc")
+        self.commitlog = CommitLog(config, self._alloc_pool)
+        self.queues = ConsumeQueueTable(config.consume_queue_dir, config.mapped_file_size_consume_queue)
+        self.index: IndexService | None = (
+            IndexService(
+                config.index_dir, config.max_hash_slot_num, config.max_index_num,
+                max_msgs_num_batch=config.max_msgs_num_batch, clock_ms=clock_ms,
+            )
+            if config.message_index_enable
+            else None
+        )
+        self.dispatcher = Dispatcher(self.queues)
+        if self.index is not None:
+            self.dispatcher.dispatchers.append(self.index)
+        self.reader = QueueReader(config, self.commitlog)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.cleaner = CleanService(self, disk_usage)
+        self._group: GroupCommit | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running = False
+        self._lock_fd = -1
+        self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._store_ip_cache: tuple[str, bytes, int] = ("", b"", 0)
+        #: True when the last start found the abort marker (a crash recovery ran).
+        self.recovered_from_crash = False
+
+    # --- lifecycle -------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Lock the folder, load files and recover; then start flushing and cleaning."""
+        config = self.config
+        os.makedirs(config.root_dir, exist_ok=True)
+        self._lock_folder()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._alloc_pool, self._load_and_recover)
+        self._running = True
+        commitlog = self.commitlog
+        if self._sync:
+            self._group = GroupCommit(
+                commitlog.log.flush, lambda: commitlog.max_offset, self._flush_pool,
+                config.sync_flush_timeout, self._on_commitlog_flushed,
+            )
+            self._group.flushed_offset = commitlog.max_offset
+        else:
+            flusher = IntervalFlush(
+                "CommitLog", self._flush_commitlog_blocking,
+                lambda: commitlog.max_offset - commitlog.log.flushed_offset, self._flush_pool,
+                config.flush_interval_commit_log, config.flush_commit_log_least_pages,
+                config.flush_commit_log_thorough_interval,
+            )
+            self._tasks.append(loop.create_task(flusher.run()))
+        self._logics_flusher = IntervalFlush(
+            "ConsumeQueue", self._flush_logics_blocking, self._logics_dirty, self._logics_pool,
+            config.flush_interval_consume_queue, config.flush_consume_queue_least_pages,
+            config.flush_consume_queue_thorough_interval,
+        )
+        self._tasks.append(loop.create_task(self._logics_flusher.run()))
+        self._tasks.append(loop.create_task(self.cleaner.run()))
+
+    def _lock_folder(self) -> None:
+        path = os.path.join(self.config.root_dir, "lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise RuntimeError(f"store folder {self.config.root_dir} is in use by another process") from exc
+        self._lock_fd = fd
+
+    def _load_and_recover(self) -> None:
+        """Blocking: map files, recover, then create the abort marker."""
+        config = self.config
+        crashed = os.path.exists(config.abort_path)
+        self.recovered_from_crash = crashed
+        self.checkpoint = StoreCheckpoint(config.checkpoint_path)
+        self.commitlog.log.load()
+        self.queues.load()
+        if self.index is not None:
+            self.index.load()
+        if crashed:
+            start = crash_scan_start(self.commitlog, self.checkpoint)
+            if self.index is not None:
+                # Index entries from the scan start on are rebuilt by the re-dispatch.
+                self.index.truncate_from(start)
+            recover_abnormally(
+                self.commitlog, self.queues, start, config.check_crc_on_recover,
+                lambda records: self.dispatcher.dispatch(records, notify=False), self._delay_levels_ms,
+            )
+        else:
+            recover_normally(self.commitlog, self.queues, config.check_crc_on_recover)
+        end = self.commitlog.max_offset
+        if self.index is not None:
+            self.index.truncate_from(end)
+        # Everything recovered is now consistent and on disk (recovery only read or zeroed).
+        self.commitlog.log.flush()
+        for cq in self.queues:
+            cq.log.flush()
+        self.checkpoint.physic_flushed_offset = end
+        self.checkpoint.logics_phy_offset = end
+        self.checkpoint.flush()
+        create_abort_marker(config.abort_path)
+
+    async def close(self) -> None:
+        """Flush everything and release the folder. Safe to call twice."""
+        if not self._running:
+            return
+        self._running = False
+        if self._group is not None:
+            await self._group.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._flush_pool, self._flush_commitlog_blocking)
+        await loop.run_in_executor(self._logics_pool, self._flush_logics_blocking)
+        self.commitlog.close()
+        self.queues.close()
+        if self.index is not None:
+            self.index.close()
+        if self.checkpoint is not None:
+            self.checkpoint.close()
+        remove_abort_marker(self.config.abort_path)
+        for pool in (self._flush_pool, self._logics_pool, self._alloc_pool):
+            pool.shutdown(wait=True)
+        os.close(self._lock_fd)
+        self._lock_fd = -1
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- flushing ------------------------------------------------------------------
+
+    def _flush_commitlog_blocking(self) -> None:
+        target = self.commitlog.max_offset
+        ts = self.commitlog.last_store_timestamp
+        self.commitlog.log.flush()
+        self._on_commitlog_flushed(target, ts)
+
+    def _on_commitlog_flushed(self, target: int, ts: int | None = None) -> None:
+        checkpoint = self.checkpoint
+        if checkpoint is not None:
+            checkpoint.physic_flushed_offset = max(checkpoint.physic_flushed_offset, target)
+            checkpoint.physic_msg_timestamp = self.commitlog.last_store_timestamp if ts is None else ts
+
+    def _logics_dirty(self) -> int:
+        return len(self.queues.dirty) * IntervalFlush.PAGE + (4096 if self.index is not None else 0)
+
+    def _flush_logics_blocking(self) -> None:
+        """fsync dirty ConsumeQueues and the index, then the checkpoint (worker thread)."""
+        # Everything below this offset was dispatched before we look at the queues.
+        covered = self.commitlog.max_offset
+        ts = self.commitlog.last_store_timestamp
+        dirty, self.queues.dirty = self.queues.dirty, set()
+        for cq in dirty:
+            cq.log.flush()
+        index_ts = self.index.flush() if self.index is not None else ts
+        checkpoint = self.checkpoint
+        if checkpoint is None:
+            return
+        checkpoint.logics_msg_timestamp = ts
+        checkpoint.index_msg_timestamp = index_ts or ts
+        checkpoint.logics_phy_offset = covered
+        checkpoint.flush()
+
+    # --- writing ---------------------------------------------------------------------
+
+    def _refuse(self) -> PutMessageResult | None:
+        if not self._running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")
+        if self.config.broker_role is BrokerRole.SLAVE:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is a slave")
+        if self.cleaner.disk_full:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                remark=f"disk is full: {self.cleaner.last_ratio:.0%} used, over the warning level "
+                f"{self.config.disk_space_warning_level_ratio:.0%}",
+            )
+        if self._group is not None and self._group.error is not None:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"CommitLog write failed: {self._group.error}"
+            )
+        return None
+
+    def _check_queue(self, topic: str, queue_id: int) -> PutMessageResult | None:
+        if (topic, queue_id) in self.queues.queues:
+            return None
+        if not is_name_legal(topic) or queue_id < 0:
+            return PutMessageResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, remark=f"illegal topic {topic!r} or queue id {queue_id}"
+            )
+        return None
+
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        refused = self._refuse() or self._check_queue(msg.topic, msg.queue_id)
+        if refused is not None:
+            return refused
+        try:
+            rec = self.commitlog.append_message(msg, self.clock_ms())
+        except AppendFailure as exc:
+            return PutMessageResult(exc.status, remark=exc.remark)
+        self.dispatcher.dispatch([rec])
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK, rec.phys_offset, rec.size, msg.offset_msg_id, (msg.offset_msg_id,),
+            rec.store_timestamp, rec.queue_offset, 1,
+        )
+        status = PutMessageStatus.PUT_OK
+        if self._group is not None and msg.wait_store_msg_ok:
+            status = await self._await_flush(rec.phys_offset + rec.size)
+        return PutMessageResult(status, result)
+
+    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        refused = self._refuse() or self._check_queue(batch.topic, batch.queue_id)
+        if refused is not None:
+            return refused
+        if batch.sys_flag & TRANSACTION_TYPE_MASK:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot be transactional")
+        try:
+            records = self.commitlog.append_batch(batch, self.clock_ms())
+        except AppendFailure as exc:
+            return PutMessageResult(exc.status, remark=exc.remark)
+        self.dispatcher.dispatch(records)
+        ids = self._offset_ids(batch.store_host, records)
+        first, last = records[0], records[-1]
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK, first.phys_offset, last.phys_offset + last.size - first.phys_offset,
+            ids[0], tuple(ids), first.store_timestamp, first.queue_offset, len(records),
+        )
+        status = PutMessageStatus.PUT_OK
+        if self._group is not None and "WAIT\x01false" not in batch.properties_string:
+            status = await self._await_flush(last.phys_offset + last.size)
+        return PutMessageResult(status, result)
+
+    def _offset_ids(self, store_host: str, records: list[Appended]) -> list[str]:
+        host, ip, port = self._store_ip_cache
+        if host != store_host:
+            ip, port = parse_host(store_host)
+            self._store_ip_cache = (store_host, ip, port)
+        return [offset_msg_id_from_bytes(ip, port, r.phys_offset) for r in records]
+
+    async def _await_flush(self, end_offset: int) -> PutMessageStatus:
+        assert self._group is not None
+        outcome = await self._group.wait(end_offset)
+        if outcome is FlushOutcome.FLUSHED:
+            return PutMessageStatus.PUT_OK
+        if outcome is FlushOutcome.TIMEOUT:
+            return PutMessageStatus.FLUSH_DISK_TIMEOUT
+        return PutMessageStatus.UNKNOWN_ERROR
+
+    # --- reading -----------------------------------------------------------------------
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        return self.reader.get_message(self.queues.find(topic, queue_id), offset, max_msg_nums, message_filter)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.max_offset_in_queue if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.min_offset_in_queue if cq is not None else -1
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.entry(consume_queue_offset) if cq is not None else None
+        return entry[0] if entry is not None else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return offset_by_time(cq, self.commitlog, timestamp) if cq is not None else 0
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return -1
+        return self.get_message_store_timestamp(topic, queue_id, cq.min_offset_in_queue)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.entry(consume_queue_offset) if cq is not None else None
+        if entry is None or entry[0] < self.commitlog.min_offset:
+            return -1
+        return self.commitlog.store_timestamp_at(entry[0])
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
+        found = self.commitlog.record_at(commit_log_offset)
+        if found is None:
+            return None
+        try:
+            return decode_record(found[1])
+        except CorruptRecord:
+            return None
+
+    def select_one_message_by_offset(self, commit_log_offset: int) -> SelectMappedBufferResult | None:
+        found = self.commitlog.record_at(commit_log_offset)
+        if found is None or not found[0].hold():
+            return None
+        return SelectMappedBufferResult(_holds=[found[0]], start_offset=commit_log_offset, buffer=found[1])
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin_timestamp: int, end_timestamp: int
+    ) -> QueryMessageResult:
+        result = QueryMessageResult()
+        if self.index is None:
+            return result
+        found = self.index.query_offsets(topic, key, max_num, begin_timestamp, end_timestamp)
+        result.index_last_update_timestamp = found.index_last_update_timestamp
+        result.index_last_update_phyoffset = found.index_last_update_phyoffset
+        held: dict[int, object] = {}
+        for phys in found.phy_offsets:
+            rec = self.commitlog.record_at(phys)
+            if rec is None:
+                continue
+            mf, view = rec
+            if id(mf) not in held:
+                if not mf.hold():
+                    continue
+                held[id(mf)] = mf
+                result._holds.append(mf)
+            result.buffers.append(view)
+        return result
+
+    def get_commit_log_data(self, offset: int) -> SelectMappedBufferResult | None:
+        mf = self.commitlog.log.find(offset)
+        if mf is None or not mf.hold():
+            return None
+        pos = offset - mf.file_from_offset
+        if pos >= mf.wrote_position:
+            mf.release()
+            return None
+        return SelectMappedBufferResult(_holds=[mf], start_offset=offset, buffer=mf.view[pos : mf.wrote_position])
+
+    def get_max_phy_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    def get_min_phy_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    # --- administration -------------------------------------------------------------------
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        removed = 0
+        for topic in set(topics):
+            removed += self.queues.remove_topic(topic)
+            for key in [k for k in self.commitlog.topic_queue_table if k[0] == topic]:
+                del self.commitlog.topic_queue_table[key]
+        return removed
+
+    def add_dispatch_listener(self, listener: DispatchListener) -> None:
+        self.dispatcher.listeners.append(listener)
+
+    def runtime_info(self) -> dict[str, str]:
+        group = self._group
+        return {
+            "commitLogMinOffset": str(self.commitlog.min_offset),
+            "commitLogMaxOffset": str(self.commitlog.max_offset),
+            "commitLogFlushedOffset": str(group.flushed_offset if group else self.commitlog.log.flushed_offset),
+            "commitLogDiskRatio": f"{self.cleaner.last_ratio:.4f}",
+            "consumeQueueCount": str(len(self.queues.queues)),
+            "dispatchBehindBytes": "0",
+            "diskFull": "true" if self.cleaner.disk_full else "false",
+            "earliestMessageTimeStamp": str(self.commitlog.store_timestamp_at(self.commitlog.min_offset)),
+        }
