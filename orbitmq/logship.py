@@ -109,7 +109,7 @@ class TopicLogHandler(logging.Handler):
                 record.args = None
                 record.exc_info = None
                 record.exc_text = None
-            except Exception:
+            except Exception:  # noqa: BLE001 - logging.Handler's contract: report, never raise
                 self.handleError(record)
                 return
             self._buffer.append(record)
@@ -173,7 +173,7 @@ class TopicLogHandler(logging.Handler):
         try:
             producer = self._factory()
             await producer.start()
-        except BaseException as exc:  # the handler must never take the application down
+        except Exception as exc:  # noqa: BLE001 - a handler must never take the application down
             self._start_error = exc
             _fallback.error("log shipping to topic %s could not start: %s", self.topic, exc)
             with self._cond:
@@ -198,7 +198,7 @@ class TopicLogHandler(logging.Handler):
             try:
                 await producer.send(messages)
                 return True
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any send failure is retried, then counted
                 if attempt == self.send_retries:
                     _fallback.warning("log shipping to topic %s failed: %s", self.topic, exc)
                     return False
