@@ -1,0 +1,173 @@
+"""Topic and broker administration: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
+GET_ALL_TOPIC_CONFIG, GET_TOPIC_NAME_LIST, GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+GET_TOPIC_STATS_INFO, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.handlers.fields import (
+    Registry,
+    RequestError,
+    boolean,
+    guarded,
+    integer,
+    optional_text,
+    text,
+)
+from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.properties import format_properties, parse_properties
+from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.topics import MULTI_TAG, SINGLE_TAG, TopicConfig, TopicTable
+from orbitmq.common import jsonbody, names
+from orbitmq.errors import ConfigError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import PROTOCOL_VERSION, RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore
+
+#: Most queues one topic may have on a broker; guards against a typo creating millions of files.
+MAX_QUEUE_NUMS = 1024
+BROKER_VERSION_DESC = "V4_9_7"
+
+
+class AdminHandlers:
+    def __init__(
+        self,
+        *,
+        live: LiveConfig,
+        topics: TopicTable,
+        offsets: ConsumerOffsetTable,
+        store: MessageStore,
+        stats: BrokerStats,
+        topics_changed: Callable[[], None],
+        config_changed: Callable[[], None],
+    ) -> None:
+        self.live = live
+        self.topics = topics
+        self.offsets = offsets
+        self.store = store
+        self.stats = stats
+        self.topics_changed = topics_changed
+        self.config_changed = config_changed
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, guarded(self.create_topic))
+        server.register(RequestCode.DELETE_TOPIC_IN_BROKER, guarded(self.delete_topic))
+        server.register(RequestCode.GET_ALL_TOPIC_CONFIG, guarded(self.all_topic_config))
+        server.register(RequestCode.GET_TOPIC_NAME_LIST, guarded(self.topic_names))
+        server.register(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, guarded(self.system_topics))
+        server.register(RequestCode.GET_TOPIC_STATS_INFO, guarded(self.topic_stats))
+        server.register(RequestCode.GET_BROKER_RUNTIME_INFO, guarded(self.runtime_info))
+        server.register(RequestCode.GET_BROKER_CONFIG, guarded(self.get_config))
+        server.register(RequestCode.UPDATE_BROKER_CONFIG, guarded(self.update_config))
+
+    # --- topics -------------------------------------------------------------------
+
+    async def create_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        topic = text(request, "topic")
+        problem = names.validate_topic(topic)
+        if problem:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        if names.is_system_topic(topic) or topic == self.live.value.broker_cluster_name:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, names.system_topic_conflict_remark(topic))
+        read = integer(request, "readQueueNums")
+        write = integer(request, "writeQueueNums")
+        for label, value in (("readQueueNums", read), ("writeQueueNums", write)):
+            if not 0 < value <= MAX_QUEUE_NUMS:
+                raise RequestError(ResponseCode.SYSTEM_ERROR, f"{label} {value} must be in 1..{MAX_QUEUE_NUMS}")
+        filter_type = optional_text(request, "topicFilterType", SINGLE_TAG) or SINGLE_TAG
+        if filter_type not in (SINGLE_TAG, MULTI_TAG):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"topicFilterType {filter_type!r} is not SINGLE_TAG or MULTI_TAG")
+        config = TopicConfig(
+            topic,
+            read,
+            write,
+            integer(request, "perm", names.DEFAULT_PERM) & 0xF,
+            filter_type,
+            integer(request, "topicSysFlag", 0),
+            boolean(request, "order"),
+        )
+        if self.topics.put(config):
+            self.topics_changed()
+        return request.response(ResponseCode.SUCCESS)
+
+    async def delete_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        topic = text(request, "topic")
+        if names.is_system_topic(topic):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is a system topic and cannot be deleted.")
+        if self.topics.delete(topic):
+            self.topics_changed()
+        self.offsets.remove_topic(topic)
+        self.store.delete_topics([topic])
+        return request.response(ResponseCode.SUCCESS)
+
+    async def all_topic_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        return request.response(body=jsonbody.dumps(self.topics.to_json()))
+
+    async def topic_names(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        body = {"topicList": sorted(self.topics.names()), "brokerAddr": self.live.value.broker_addr}
+        return request.response(body=jsonbody.dumps(body))
+
+    async def system_topics(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        config = self.live.value
+        system = [
+            t for t in self.topics.names()
+            if names.is_system_topic(t) or t in (config.broker_cluster_name, config.broker_name)
+            or t == names.reply_topic(config.broker_cluster_name)
+        ]
+        return request.response(body=jsonbody.dumps({"topicList": sorted(system), "brokerAddr": config.broker_addr}))
+
+    async def topic_stats(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        topic = text(request, "topic")
+        config = self.topics.get(topic)
+        if config is None:
+            return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        table = jsonbody.ObjectKeyMap()
+        broker_name = self.live.value.broker_name
+        for queue_id in range(config.write_queue_nums):
+            max_offset = max(self.store.get_max_offset_in_queue(topic, queue_id), 0)
+            min_offset = max(self.store.get_min_offset_in_queue(topic, queue_id), 0)
+            last = 0
+            if max_offset > 0:
+                last = max(self.store.get_message_store_timestamp(topic, queue_id, max_offset - 1), 0)
+            key = {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+            table.append((key, {"lastUpdateTimestamp": last, "maxOffset": max_offset, "minOffset": min_offset}))
+        return request.response(body=jsonbody.dumps_legacy({"offsetTable": table}))
+
+    # --- broker -------------------------------------------------------------------
+
+    async def runtime_info(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        self.stats.sample()
+        figures: dict[str, str] = {
+            "brokerVersionDesc": BROKER_VERSION_DESC,
+            "brokerVersion": str(PROTOCOL_VERSION),
+            "commitLogMaxOffset": str(self.store.get_max_phy_offset()),
+            "commitLogMinOffset": str(self.store.get_min_phy_offset()),
+            "sendThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueSize": "0",
+        }
+        figures.update(self.stats.runtime_figures())
+        figures.update({str(k): str(v) for k, v in self.store.runtime_info().items()})
+        return request.response(body=jsonbody.dumps({"table": figures}))
+
+    async def get_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        props = self.live.value.to_properties()
+        response = request.response(body=format_properties(props).encode())
+        response.ext_fields = {"version": jsonbody.dumps(self.topics.data_version.to_json()).decode()}
+        return response
+
+    async def update_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        body = request.body_bytes()
+        if not body:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "string2Properties error: empty body")
+        try:
+            props = parse_properties(body.decode("utf-8"))
+            self.live.value = self.live.value.with_properties(props)
+        except (UnicodeDecodeError, ConfigError) as exc:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"update broker config failed: {exc}")
+        self.config_changed()
+        return request.response(ResponseCode.SUCCESS)

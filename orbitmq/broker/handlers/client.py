@@ -1,0 +1,249 @@
+"""Client management requests: HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
+LOCK_BATCH_MQ / UNLOCK_BATCH_MQ, GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST.
+
+Membership changes are announced to the group's members with oneway
+NOTIFY_CONSUMER_IDS_CHANGED requests by `GroupNotifier`, which owns the send
+tasks (closed with the broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from orbitmq.broker.consumers import ClientChannel, ConsumerRegistry, Subscription
+from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, optional_text, text
+from orbitmq.broker.locks import QueueKey, QueueLocks
+from orbitmq.broker.producers import ProducerRegistry
+from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.topics import PERM_READ, PERM_WRITE, TopicTable
+from orbitmq.common import jsonbody
+from orbitmq.common.names import retry_topic
+from orbitmq.errors import ConnectError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import LanguageCode, RemotingCommand
+from orbitmq.remoting.connection import Peer
+
+log = logging.getLogger("orbitmq.broker")
+
+
+def language_name(code: int) -> str:
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return "OTHER"
+
+
+def parse_body(request: RemotingCommand) -> Any:
+    """The request body as JSON (fastjson-tolerant); RequestError when absent or unreadable."""
+    body = request.body_bytes()
+    if not body:
+        raise RequestError(ResponseCode.SYSTEM_ERROR, "request body is empty")
+    try:
+        return jsonbody.loads(body)
+    except ValueError as exc:
+        raise RequestError(ResponseCode.SYSTEM_ERROR, f"request body is not valid JSON: {exc}")
+
+
+def parse_queues(raw: Any) -> list[QueueKey]:
+    queues = []
+    for item in raw or ():
+        try:
+            queues.append(QueueKey(str(item["topic"]), str(item["brokerName"]), int(item["queueId"])))
+        except (KeyError, TypeError, ValueError):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad MessageQueue in mqSet: {item!r}")
+    return queues
+
+
+class GroupNotifier:
+    """Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every member of a group; owns the send tasks."""
+
+    def __init__(self, consumers: ConsumerRegistry, groups: SubscriptionGroupTable) -> None:
+        self._consumers = consumers
+        self._groups = groups
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def group_changed(self, group: str) -> None:
+        config = self._groups.get(group)
+        if config is not None and not config.notify_consumer_ids_changed_enable:
+            return
+        info = self._consumers.get(group)
+        if info is None:
+            return
+        for client in list(info.channels.values()):
+            task = asyncio.ensure_future(self._send(client.channel, group))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _send(peer: Peer, group: str) -> None:
+        cmd = RemotingCommand.request(
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+        )
+        try:
+            await peer.invoke_oneway(cmd)
+        except ConnectError:
+            pass  # the member is gone; its own disconnect triggers another notice
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=1.0)
+
+
+class ClientHandlers:
+    def __init__(
+        self,
+        *,
+        broker_name: str,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        consumers: ConsumerRegistry,
+        producers: ProducerRegistry,
+        locks: QueueLocks,
+        notifier: GroupNotifier,
+        clock_ms: Callable[[], int],
+        topics_changed: Callable[[], None],
+        groups_changed: Callable[[], None],
+    ) -> None:
+        self.broker_name = broker_name
+        self.topics = topics
+        self.groups = groups
+        self.consumers = consumers
+        self.producers = producers
+        self.locks = locks
+        self.notifier = notifier
+        self.clock_ms = clock_ms
+        self.topics_changed = topics_changed
+        self.groups_changed = groups_changed
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.HEART_BEAT, guarded(self.heart_beat))
+        server.register(RequestCode.UNREGISTER_CLIENT, guarded(self.unregister_client))
+        server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, guarded(self.consumer_list))
+        server.register(RequestCode.LOCK_BATCH_MQ, guarded(self.lock_batch))
+        server.register(RequestCode.UNLOCK_BATCH_MQ, guarded(self.unlock_batch))
+        server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, guarded(self.consumer_connections))
+        server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, guarded(self.producer_connections))
+        server.on_disconnect(self.channel_closed)
+
+    # --- connections --------------------------------------------------------------
+
+    def channel_closed(self, peer: Peer) -> None:
+        """A closed connection leaves its groups at once; the remaining members hear of it."""
+        for group in self.consumers.channel_closed(peer.id):
+            self.notifier.group_changed(group)
+        self.producers.channel_closed(peer.id)
+
+    def scan_expired(self) -> None:
+        """Drop connections silent for the expiry time (called every 10 s)."""
+        now = self.clock_ms()
+        changed = {group for group, _ in self.consumers.scan_expired(now)}
+        for group, client in self.producers.scan_expired(now):
+            log.info("producer %s of %s expired", client.client_id, group)
+        for group in changed:
+            log.info("consumer group %s lost expired connections", group)
+            self.notifier.group_changed(group)
+
+    # --- handlers -----------------------------------------------------------------
+
+    async def heart_beat(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        data = parse_body(request)
+        if not isinstance(data, dict):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "heartbeat body is not a JSON object")
+        client_id = str(data.get("clientID") or "")
+        if not client_id:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
+        now = self.clock_ms()
+        channel = ClientChannel(peer, client_id, language_name(request.language), request.version, now)
+        topics_created = False
+        for consumer in data.get("consumerDataSet") or ():
+            group = str(consumer.get("groupName") or "")
+            if not group:
+                continue
+            known = group in self.groups
+            config = self.groups.find_or_create(group)
+            if config is not None:
+                if not known:
+                    self.groups_changed()
+                if config.retry_queue_nums > 0:
+                    name = retry_topic(group)
+                    if name not in self.topics:
+                        self.topics.ensure(name, config.retry_queue_nums, PERM_READ | PERM_WRITE)
+                        topics_created = True
+            try:
+                subscriptions = [Subscription.from_json(s) for s in consumer.get("subscriptionDataSet") or ()]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad subscription in heartbeat: {exc}")
+            changed = self.consumers.register(
+                group,
+                channel,
+                consume_type=str(consumer.get("consumeType") or "CONSUME_PASSIVELY"),
+                message_model=str(consumer.get("messageModel") or "CLUSTERING"),
+                consume_from_where=str(consumer.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
+                subscriptions=subscriptions,
+            )
+            if changed:
+                self.notifier.group_changed(group)
+        for producer in data.get("producerDataSet") or ():
+            group = str(producer.get("groupName") or "")
+            if group:
+                self.producers.register(group, channel)
+        if topics_created:
+            self.topics_changed()
+        return request.response(ResponseCode.SUCCESS)
+
+    async def unregister_client(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        text(request, "clientID")
+        producer_group = optional_text(request, "producerGroup")
+        consumer_group = optional_text(request, "consumerGroup")
+        if producer_group:
+            self.producers.unregister(producer_group, peer.id)
+        if consumer_group and self.consumers.unregister(consumer_group, peer.id):
+            self.notifier.group_changed(consumer_group)
+        return request.response(ResponseCode.SUCCESS)
+
+    async def consumer_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        group = text(request, "consumerGroup")
+        info = self.consumers.get(group)
+        if info is None or not info.channels:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}"
+            )
+        return request.response(body=jsonbody.dumps({"consumerIdList": info.client_ids()}))
+
+    async def lock_batch(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        data = parse_body(request)
+        group = str(data.get("consumerGroup") or "")
+        client_id = str(data.get("clientId") or "")
+        if not group or not client_id:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "lock request needs consumerGroup and clientId")
+        queues = parse_queues(data.get("mqSet"))
+        granted = self.locks.try_lock_batch(
+            group, queues, client_id, self.clock_ms(), is_alive=lambda cid: self.consumers.is_alive(group, cid)
+        )
+        body = {"lockOKMQSet": [mq.to_json() for mq in queues if mq in granted]}
+        return request.response(body=jsonbody.dumps(body))
+
+    async def unlock_batch(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        data = parse_body(request)
+        group = str(data.get("consumerGroup") or "")
+        client_id = str(data.get("clientId") or "")
+        self.locks.unlock_batch(group, parse_queues(data.get("mqSet")), client_id)
+        return request.response(ResponseCode.SUCCESS)
+
+    async def consumer_connections(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        group = text(request, "consumerGroup")
+        info = self.consumers.get(group)
+        if info is None or not info.channels:
+            return request.response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        return request.response(body=jsonbody.dumps(info.connection_json()))
+
+    async def producer_connections(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        group = text(request, "producerGroup")
+        if not self.producers.channels(group):
+            return request.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
+        return request.response(body=jsonbody.dumps(self.producers.connection_json(group)))

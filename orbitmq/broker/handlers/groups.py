@@ -1,0 +1,185 @@
+"""Consumer group administration: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP, GET_ALL_CONSUMER_OFFSET,
+GET_CONSUME_STATS, QUERY_TOPIC_CONSUME_BY_WHO, INVOKE_BROKER_TO_RESET_OFFSET (§3.11).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.consumers import ConsumerRegistry
+from orbitmq.broker.handlers.client import parse_body
+from orbitmq.broker.handlers.fields import (
+    Registry,
+    RequestError,
+    boolean,
+    guarded,
+    integer,
+    optional_text,
+    text,
+)
+from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
+from orbitmq.broker.topics import TopicTable
+from orbitmq.common import jsonbody, names
+from orbitmq.errors import ConnectError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import LanguageCode, RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore
+
+log = logging.getLogger("orbitmq.broker")
+
+#: Clients older than V3_0_7_SNAPSHOT cannot take a pushed offset reset.
+MIN_RESET_VERSION = 28
+
+
+class GroupHandlers:
+    def __init__(
+        self,
+        *,
+        live: LiveConfig,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        consumers: ConsumerRegistry,
+        offsets: ConsumerOffsetTable,
+        store: MessageStore,
+        stats: BrokerStats,
+        groups_changed: Callable[[], None],
+        offsets_changed: Callable[[], None],
+    ) -> None:
+        self.live = live
+        self.topics = topics
+        self.groups = groups
+        self.consumers = consumers
+        self.offsets = offsets
+        self.store = store
+        self.stats = stats
+        self.groups_changed = groups_changed
+        self.offsets_changed = offsets_changed
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, guarded(self.create_group))
+        server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, guarded(self.all_groups))
+        server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, guarded(self.delete_group))
+        server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, guarded(self.all_offsets))
+        server.register(RequestCode.GET_CONSUME_STATS, guarded(self.consume_stats))
+        server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, guarded(self.consumed_by))
+        server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, guarded(self.reset_offset))
+
+    async def create_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        data = parse_body(request)
+        try:
+            config = SubscriptionGroupConfig.from_json(data)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig: {exc}")
+        if not names.is_name_legal(config.group_name) or len(config.group_name) > names.GROUP_MAX_LENGTH:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"the specified group[{config.group_name}] contains illegal characters, "
+                f"allowing only {names.VALID_PATTERN_STR}",
+            )
+        if self.groups.put(config):
+            self.groups_changed()
+        return request.response(ResponseCode.SUCCESS)
+
+    async def all_groups(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        return request.response(body=jsonbody.dumps(self.groups.to_json()))
+
+    async def delete_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        group = text(request, "groupName")
+        if self.groups.delete(group):
+            self.groups_changed()
+        if boolean(request, "removeOffset"):
+            self.offsets.remove_group(group)
+            self.offsets_changed()
+        return request.response(ResponseCode.SUCCESS)
+
+    async def all_offsets(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        return request.response(body=jsonbody.dumps_legacy(self.offsets.to_json()))
+
+    async def consumed_by(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        topic = text(request, "topic")
+        groups = set(self.consumers.groups_subscribing(topic)) | self.offsets.groups_of_topic(topic)
+        return request.response(body=jsonbody.dumps({"groupList": sorted(groups)}))
+
+    async def consume_stats(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """ConsumeStats: per queue the broker's max offset, the group's committed offset and its time."""
+        group = text(request, "consumerGroup")
+        only = optional_text(request, "topic")
+        topics = [only] if only else sorted(self.offsets.topics_of_group(group))
+        table = jsonbody.ObjectKeyMap()
+        broker_name = self.live.value.broker_name
+        for topic in topics:
+            config = self.topics.get(topic)
+            if config is None:
+                continue
+            for queue_id in range(config.write_queue_nums):
+                broker_offset = max(self.store.get_max_offset_in_queue(topic, queue_id), 0)
+                consumer_offset = max(self.offsets.query(group, topic, queue_id) or 0, 0)
+                last = 0
+                if consumer_offset > 0:
+                    last = max(self.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1), 0)
+                key = {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+                table.append(
+                    (key, {"brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": last})
+                )
+        body = {"consumeTps": self.stats.consume_tps(group, topics), "offsetTable": table}
+        return request.response(body=jsonbody.dumps_legacy(body))
+
+    async def reset_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        topic = text(request, "topic")
+        group = text(request, "group")
+        timestamp = integer(request, "timestamp")
+        force = boolean(request, "isForce", True)
+        config = self.topics.get(topic)
+        if config is None:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
+            )
+        if self.groups.get(group) is None and self.consumers.get(group) is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+        broker_name = self.live.value.broker_name
+        table = jsonbody.ObjectKeyMap()
+        flat = []
+        for queue_id in range(config.write_queue_nums):
+            if timestamp == -1:
+                target = self.store.get_max_offset_in_queue(topic, queue_id)
+            else:
+                target = self.store.get_offset_in_queue_by_time(topic, queue_id, timestamp)
+            target = max(target, 0)
+            committed = self.offsets.query(group, topic, queue_id)
+            if not force and committed is not None and committed <= target:
+                target = committed
+            self.offsets.commit(group, topic, queue_id, target)
+            key = {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+            table.append((key, target))
+            flat.append({**key, "offset": target})
+        self.offsets_changed()
+        body = jsonbody.dumps_legacy({"offsetTable": table})
+        push_body = body
+        if request.language == LanguageCode.CPP:
+            push_body = jsonbody.dumps({"offsetTable": flat})
+        await self._push_reset(group, topic, timestamp, force, push_body)
+        return request.response(body=body)
+
+    async def _push_reset(self, group: str, topic: str, timestamp: int, force: bool, body: bytes) -> None:
+        info = self.consumers.get(group)
+        if info is None:
+            return
+        fields = {"topic": topic, "group": group, "timestamp": str(timestamp), "isForce": "true" if force else "false"}
+        sends = []
+        for client in list(info.channels.values()):
+            if client.version < MIN_RESET_VERSION:
+                log.info("client %s is too old for a pushed offset reset", client.client_id)
+                continue
+            cmd = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, dict(fields), body, oneway=True)
+            sends.append(client.channel.invoke_oneway(cmd))
+        results = await asyncio.gather(*sends, return_exceptions=True)
+        for result in results:
+            if isinstance(result, ConnectError):
+                log.info("offset reset push failed: %s", result)

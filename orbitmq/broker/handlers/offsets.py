@@ -1,0 +1,68 @@
+"""Offset requests: QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, GET_MAX_OFFSET,
+GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME.
+"""
+
+from __future__ import annotations
+
+from orbitmq.broker.handlers.fields import Registry, guarded, integer, text
+from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore
+
+
+class OffsetHandlers:
+    def __init__(self, *, offsets: ConsumerOffsetTable, store: MessageStore) -> None:
+        self.offsets = offsets
+        self.store = store
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.QUERY_CONSUMER_OFFSET, guarded(self.query_consumer_offset))
+        server.register(RequestCode.UPDATE_CONSUMER_OFFSET, guarded(self.update_consumer_offset))
+        server.register(RequestCode.GET_MAX_OFFSET, guarded(self.max_offset))
+        server.register(RequestCode.GET_MIN_OFFSET, guarded(self.min_offset))
+        server.register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, guarded(self.search_offset))
+        server.register(RequestCode.GET_EARLIEST_MSG_STORETIME, guarded(self.earliest_time))
+
+    async def query_consumer_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """The stored offset; with none stored, 0 while the queue still starts at 0 (§3.3), else QUERY_NOT_FOUND.
+
+        RocketMQ also requires message 0 to be "in memory"; our CommitLog is
+        mapped, so a queue that still starts at 0 counts as in memory.
+        """
+        group = text(request, "consumerGroup")
+        topic = text(request, "topic")
+        queue_id = integer(request, "queueId")
+        offset = self.offsets.query(group, topic, queue_id)
+        if offset is not None:
+            return request.response(ext_fields={"offset": str(offset)})
+        if self.store.get_min_offset_in_queue(topic, queue_id) <= 0:
+            return request.response(ext_fields={"offset": "0"})
+        return request.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+
+    async def update_consumer_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        group = text(request, "consumerGroup")
+        topic = text(request, "topic")
+        queue_id = integer(request, "queueId")
+        offset = integer(request, "commitOffset")
+        self.offsets.commit(group, topic, queue_id, offset)
+        return request.response(ResponseCode.SUCCESS)
+
+    async def max_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        offset = self.store.get_max_offset_in_queue(text(request, "topic"), integer(request, "queueId"))
+        return request.response(ext_fields={"offset": str(offset)})
+
+    async def min_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        offset = self.store.get_min_offset_in_queue(text(request, "topic"), integer(request, "queueId"))
+        return request.response(ext_fields={"offset": str(offset)})
+
+    async def search_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        offset = self.store.get_offset_in_queue_by_time(
+            text(request, "topic"), integer(request, "queueId"), integer(request, "timestamp")
+        )
+        return request.response(ext_fields={"offset": str(offset)})
+
+    async def earliest_time(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        timestamp = self.store.get_earliest_message_time(text(request, "topic"), integer(request, "queueId"))
+        return request.response(ext_fields={"timestamp": str(timestamp)})

@@ -1,0 +1,259 @@
+"""PULL_MESSAGE (11): reads with the broker-side filter, long polling and offset commits.
+
+The subscription comes from the group's heartbeat, or from the request when
+its SUBSCRIPTION flag is set. TAG subscriptions filter by the tag hash codes
+kept in the ConsumeQueue; SQL92 ones evaluate the selector on the record's
+properties. A pull that finds nothing new and carries the SUSPEND flag waits
+(up to its suspendTimeoutMillis) until the store dispatches a message to its
+queue, then reads again: exactly one response per pull. The response body is
+the list of CommitLog slices the store returned, written out unjoined; the
+slices are released after the write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.consumers import ConsumerRegistry, Subscription
+from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
+from orbitmq.broker.handlers.query import release_after_write
+from orbitmq.broker.longpoll import PullWaiters
+from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.topics import TopicTable
+from orbitmq.common.hashing import java_string_hash
+from orbitmq.common.names import PERM_READ
+from orbitmq.common.record import decode_record
+from orbitmq.errors import OrbitMQError
+from orbitmq.filter.sql92 import Sql92Filter, SqlParseError, compile_sql92
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import GetMessageResult, GetMessageStatus, MessageStore
+from orbitmq.store.config import BrokerRole
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+
+def _int32(value: int) -> int:
+    v = value & 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def subscription_from_expression(topic: str, expression: str | None, expression_type: str, version: int) -> Subscription:
+    """Build a subscription from a pull's own expression (`TagA || TagB`, `*`, or SQL92 text)."""
+    expression = (expression or "*").strip() or "*"
+    if expression_type.upper() == "SQL92":
+        return Subscription(topic, expression, sub_version=version, expression_type="SQL92")
+    if expression == "*":
+        return Subscription(topic, "*", sub_version=version)
+    tags = tuple(t.strip() for t in expression.split("||") if t.strip())
+    if not tags:
+        raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription[{expression}] failed")
+    codes = frozenset(_int32(java_string_hash(t)) for t in tags)
+    return Subscription(topic, expression, tags, codes, version)
+
+
+class SubscriptionFilter:
+    """The store's MessageFilter for one subscription: tag hash codes, or a SQL92 selector."""
+
+    def __init__(self, subscription: Subscription) -> None:
+        self.code_set = subscription.code_set
+        self.match_all = subscription.expression_type != "SQL92" and subscription.matches_all
+        self.sql: Sql92Filter | None = None
+        if subscription.expression_type == "SQL92":
+            try:
+                self.sql = compile_sql92(subscription.sub_string)
+            except SqlParseError as exc:
+                raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse SQL92 failed: {exc}")
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        if self.match_all or self.sql is not None:
+            return True
+        return _int32(tags_code) in self.code_set
+
+    def is_matched_by_commit_log(self, record: memoryview, properties: Mapping[str, str] | None) -> bool:
+        if self.sql is None:
+            return True
+        if properties is None:
+            try:
+                properties = decode_record(record, with_body=False).properties
+            except OrbitMQError:
+                return False
+        return self.sql.matches(properties)
+
+
+#: GetMessageStatus -> response code for statuses whose code does not depend on the offset.
+_CODE_BY_STATUS = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+def response_code(result: GetMessageResult, requested_offset: int) -> int:
+    """§3.2's table: store status -> response code."""
+    if result.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+        return ResponseCode.PULL_OFFSET_MOVED if requested_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    return _CODE_BY_STATUS[result.status]
+
+
+class PullHandler:
+    def __init__(
+        self,
+        *,
+        live: LiveConfig,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        consumers: ConsumerRegistry,
+        offsets: ConsumerOffsetTable,
+        store: MessageStore,
+        waiters: PullWaiters,
+        groups_changed: Callable[[], None],
+        stats: BrokerStats | None = None,
+    ) -> None:
+        self.stats = stats
+        self.live = live
+        self.topics = topics
+        self.groups = groups
+        self.consumers = consumers
+        self.offsets = offsets
+        self.store = store
+        self.waiters = waiters
+        self.groups_changed = groups_changed
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.PULL_MESSAGE, guarded(self.pull))
+
+    def _subscription(self, request: RemotingCommand, group: str, topic: str, sys_flag: int) -> Subscription:
+        sub_version = integer(request, "subVersion", 0)
+        if sys_flag & FLAG_SUBSCRIPTION:
+            return subscription_from_expression(
+                topic, request.field("subscription"), optional_text(request, "expressionType", "TAG") or "TAG",
+                sub_version,
+            )
+        info = self.consumers.get(group)
+        if info is None:
+            raise RequestError(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, {group}")
+        group_config = self.groups.get(group)
+        if (
+            info.message_model == "BROADCASTING"
+            and group_config is not None
+            and not group_config.consume_broadcast_enable
+        ):
+            raise RequestError(ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way")
+        subscription = info.subscriptions.get(topic)
+        if subscription is None:
+            raise RequestError(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
+        if subscription.sub_version < sub_version:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_NOT_LATEST,
+                f"the consumer's subscription not latest, {subscription.sub_version} < {sub_version}",
+            )
+        return subscription
+
+    async def pull(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        config = self.live.value
+        group = text(request, "consumerGroup")
+        topic = text(request, "topic")
+        queue_id = integer(request, "queueId")
+        offset = integer(request, "queueOffset")
+        max_nums = integer(request, "maxMsgNums")
+        sys_flag = integer(request, "sysFlag", 0)
+        if not config.broker_permission & PERM_READ:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] pulling message is forbidden"
+            )
+        known = group in self.groups
+        group_config = self.groups.find_or_create(group)
+        if group_config is None:
+            raise RequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist")
+        if not known:
+            self.groups_changed()
+        if not group_config.consume_enable:
+            raise RequestError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+        topic_config = self.topics.get(topic)
+        if topic_config is None:
+            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not topic_config.readable:
+            raise RequestError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config.read_queue_nums}] consumer:[{peer.addr}]",
+            )
+        if max_nums <= 0:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"maxMsgNums {max_nums} must be positive")
+        message_filter = SubscriptionFilter(self._subscription(request, group, topic, sys_flag))
+
+        if sys_flag & FLAG_COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
+            commit_offset = integer(request, "commitOffset", -1)
+            if commit_offset >= 0:
+                self.offsets.commit(group, topic, queue_id, commit_offset)
+
+        result = self.store.get_message(group, topic, queue_id, offset, max_nums, message_filter)
+        code = response_code(result, offset)
+        if code == ResponseCode.PULL_NOT_FOUND and sys_flag & FLAG_SUSPEND:
+            result = await self._hold(topic, queue_id, offset, request, result, message_filter, max_nums, group)
+            code = response_code(result, offset)
+        if self.stats is not None and result.message_count:
+            self.stats.record_get(group, topic, result.message_count)
+        return self._respond(request, result, code)
+
+    async def _hold(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        request: RemotingCommand,
+        result: GetMessageResult,
+        message_filter: SubscriptionFilter,
+        max_nums: int,
+        group: str,
+    ) -> GetMessageResult:
+        """Long poll: wait for a dispatch to this queue, then read again (once per wake)."""
+        config = self.live.value
+        loop = asyncio.get_running_loop()
+        if config.long_polling_enable:
+            suspend_ms = min(max(integer(request, "suspendTimeoutMillis", 0), 0), config.max_suspend_time_mills)
+        else:
+            suspend_ms = config.short_polling_time_mills
+        deadline = loop.time() + suspend_ms / 1000
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return result
+            if config.long_polling_enable:
+                woken = await self.waiters.wait(topic, queue_id, offset, remaining)
+            else:
+                await asyncio.sleep(remaining)
+                woken = True
+            result.release()
+            result = self.store.get_message(group, topic, queue_id, offset, max_nums, message_filter)
+            if not woken or response_code(result, offset) != ResponseCode.PULL_NOT_FOUND:
+                return result
+
+    def _respond(self, request: RemotingCommand, result: GetMessageResult, code: int) -> RemotingCommand:
+        fields = {
+            "suggestWhichBrokerId": "0",
+            "nextBeginOffset": str(result.next_begin_offset),
+            "minOffset": str(result.min_offset),
+            "maxOffset": str(result.max_offset),
+        }
+        response = request.response(code, result.status.value, fields)
+        if code == ResponseCode.SUCCESS:
+            response.body = result.buffers
+            release_after_write(result)
+        else:
+            result.release()
+        return response

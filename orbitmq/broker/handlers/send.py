@@ -1,0 +1,352 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
+
+The checks run in RocketMQ's order (broker writable, topic name, forbidden
+system topics, topic exists or is auto-created from its template, topic
+writable, queue id, sizes), each answering RocketMQ's code with a remark.
+Accepted messages get the CLUSTER property, the MULTI_TAGS sysflag when the
+topic asks for it, the born host from the connection and the store host
+the broker advertises; single sends drop WAIT from the stored copy.
+
+Flow control: a send that waited longer than waitTimeMillsInSendQueue
+before it could be handed to the store is answered SYSTEM_BUSY
+"[TIMEOUT_CLEAN_QUEUE]...". The wait is measured from when the handler task
+started (the transport does not stamp frames with their arrival time) across
+the send gate, which bounds how many puts are in flight at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+
+from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
+from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.topics import MULTI_TAG, PERM_READ, PERM_WRITE, TopicConfig, TopicTable
+from orbitmq.common import names
+from orbitmq.common import properties as mc
+from orbitmq.common.hashing import tag_hash_code
+from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore, PutMessageResult, PutMessageStatus
+
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_TYPE_MASK = 0x0C
+TRANSACTION_PREPARED = 0x04
+
+#: SendMessageRequestHeaderV2's one-letter keys (§3.1).
+V2_KEYS: dict[str, str] = {
+    "a": "producerGroup",
+    "b": "topic",
+    "c": "defaultTopic",
+    "d": "defaultTopicQueueNums",
+    "e": "queueId",
+    "f": "sysFlag",
+    "g": "bornTimestamp",
+    "h": "flag",
+    "i": "properties",
+    "j": "reconsumeTimes",
+    "k": "unitMode",
+    "l": "maxReconsumeTimes",
+    "m": "batch",
+    "n": "bname",
+}
+
+_ILLEGAL_REMARK = (
+    "the message is illegal, maybe msg body or properties length not matched. "
+    "msg body length limit {body}, msg properties length limit 32k."
+)
+_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: "
+    "the broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+)
+
+
+def long_form(request: RemotingCommand) -> RemotingCommand:
+    """A V2 request's letter keys rewritten to SendMessageRequestHeader names (in place)."""
+    fields = request.ext_fields
+    if fields and "b" in fields and "topic" not in fields:
+        request.ext_fields = {V2_KEYS.get(k, k): v for k, v in fields.items()}
+    return request
+
+
+def status_response(request: RemotingCommand, result: PutMessageResult, max_body: int) -> RemotingCommand:
+    """Map a put's status to RocketMQ's response code and remark (SendMessageProcessor's table)."""
+    status = result.status
+    code_by_status = {
+        PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+    if status in code_by_status:
+        return request.response(code_by_status[status])
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return request.response(ResponseCode.MESSAGE_ILLEGAL, result.remark or _ILLEGAL_REMARK.format(body=max_body))
+    if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+        return request.response(ResponseCode.SERVICE_NOT_AVAILABLE, result.remark or _NOT_AVAILABLE_REMARK)
+    if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, result.remark or "create mapped file failed, server is busy or broken."
+        )
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, result.remark or "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+        )
+    return request.response(ResponseCode.SYSTEM_ERROR, result.remark or status.value)
+
+
+class SendGate:
+    """Bounds the puts in flight; a send that waits here too long is refused (fast failure)."""
+
+    def __init__(self, max_in_flight: int = 1024) -> None:
+        self.max_in_flight = max_in_flight
+        self._slots = asyncio.Semaphore(max_in_flight)
+
+    async def __aenter__(self) -> None:
+        await self._slots.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._slots.release()
+
+
+class SendHandlers:
+    def __init__(
+        self,
+        *,
+        live: LiveConfig,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        store: MessageStore,
+        topics_changed: Callable[[], None],
+        stats: BrokerStats | None = None,
+        gate: SendGate | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stats = stats
+        self.live = live
+        self.topics = topics
+        self.groups = groups
+        self.store = store
+        self.topics_changed = topics_changed
+        self.gate = gate or SendGate()
+        self.monotonic = monotonic
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.SEND_MESSAGE, guarded(self.send_message))
+        server.register(RequestCode.SEND_MESSAGE_V2, guarded(self.send_message))
+        server.register(RequestCode.SEND_BATCH_MESSAGE, guarded(self.send_batch))
+
+    # --- checks shared by single and batch sends ---------------------------------
+
+    def _check_topic(self, request: RemotingCommand) -> tuple[str, TopicConfig, int]:
+        """Validate broker, topic and queue; returns (topic, config, queue id)."""
+        config = self.live.value
+        topic = text(request, "topic")
+        if not config.broker_permission & PERM_WRITE:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
+            )
+        problem = names.validate_topic(topic)
+        if problem:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        if names.is_not_allowed_send_topic(topic):
+            raise RequestError(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        topic_config = self.topics.get(topic)
+        if topic_config is None:
+            topic_config = self._auto_create(request, topic)
+        if not topic_config.writable:
+            raise RequestError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        queue_id = integer(request, "queueId")
+        valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
+        if queue_id >= valid:
+            raise RequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, {topic_config} Producer: {request.field('producerGroup')}",
+            )
+        if queue_id < 0:
+            queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
+        return topic, topic_config, queue_id
+
+    def _auto_create(self, request: RemotingCommand, topic: str) -> TopicConfig:
+        created: TopicConfig | None = None
+        if names.is_retry_topic(topic):
+            group = self.groups.get(topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :])
+            if group is not None and group.retry_queue_nums > 0:
+                created = self.topics.ensure(topic, group.retry_queue_nums, PERM_READ | PERM_WRITE)
+        else:
+            default_topic = optional_text(request, "defaultTopic", names.AUTO_CREATE_TOPIC_KEY_TOPIC) or ""
+            queue_nums = integer(request, "defaultTopicQueueNums", 4)
+            created = self.topics.create_in_send(topic, default_topic, queue_nums, integer(request, "topicSysFlag", 0))
+        if created is None:
+            raise RequestError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please!",
+            )
+        self.topics_changed()
+        return created
+
+    async def _wait_for_slot(self, started: float) -> None:
+        waited_ms = (self.monotonic() - started) * 1000
+        limit = self.live.value.wait_time_mills_in_send_queue
+        if waited_ms > limit:
+            raise RequestError(
+                ResponseCode.SYSTEM_BUSY,
+                f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+                f"period in queue: {int(waited_ms)}ms, size of queue: 0",
+            )
+
+    # --- single message -------------------------------------------------------------
+
+    async def send_message(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        started = self.monotonic()
+        long_form(request)
+        topic, topic_config, queue_id = self._check_topic(request)
+        config = self.live.value
+        body = request.body_bytes()
+        max_body = config.store.max_message_size
+        if len(body) > max_body:
+            raise RequestError(
+                ResponseCode.MESSAGE_ILLEGAL, f"message body size {len(body)} exceeds the limit {max_body} bytes"
+            )
+        properties_text = request.field("properties") or ""
+        properties = mc.decode_properties(properties_text)
+        reconsume_times = integer(request, "reconsumeTimes", 0)
+        sys_flag = integer(request, "sysFlag", 0)
+        if topic_config.topic_filter_type == MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED and config.reject_transaction_message:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{config.advertised_ip}] sending transaction message is forbidden",
+            )
+        if names.is_retry_topic(topic):
+            topic, queue_id = self._retry_or_dlq(request, topic, queue_id, reconsume_times, properties)
+        wait = properties.pop(mc.WAIT_STORE_MSG_OK, None)
+        properties[mc.CLUSTER] = config.broker_cluster_name
+        msg = MessageExtBrokerInner(
+            topic=topic,
+            body=body,
+            flag=integer(request, "flag", 0),
+            properties=properties,
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=integer(request, "bornTimestamp", 0),
+            born_host=peer.addr,
+            store_host=config.broker_addr,
+            reconsume_times=reconsume_times,
+            tags_code=tag_hash_code(properties.get(mc.TAGS)),
+        )
+        msg.refresh_properties_string()
+        if len(msg.properties_string.encode()) > mc.MAX_PROPERTIES_BYTES:
+            raise RequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message properties length {len(msg.properties_string.encode())} exceeds the limit 32767 bytes",
+            )
+        if wait is not None:
+            # The stored copy drops WAIT (as 4.9.7 does), but the store still honours its value.
+            msg.properties[mc.WAIT_STORE_MSG_OK] = wait
+        async with self.gate:
+            await self._wait_for_slot(started)
+            result = await self.store.put_message(msg)
+        response = status_response(request, result, max_body)
+        if result.is_ok and result.append_result is not None:
+            ar = result.append_result
+            response.ext_fields = self._response_fields(ar.msg_id, queue_id, ar.logics_offset)
+            if self.stats is not None:
+                self.stats.record_put(1)
+        return response
+
+    def _retry_or_dlq(
+        self, request: RemotingCommand, topic: str, queue_id: int, reconsume_times: int, properties: dict[str, str]
+    ) -> tuple[str, int]:
+        """Sends to %RETRY%<group>: check the group; divert to %DLQ%<group> when retries are used up."""
+        group_name = topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :]
+        group = self.groups.get(group_name)
+        if group is None:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group_name}",
+            )
+        max_times = group.retry_max_times
+        if request.version >= 121 and request.field("maxReconsumeTimes"):
+            max_times = integer(request, "maxReconsumeTimes")
+        if reconsume_times < max_times:
+            return topic, queue_id
+        dlq = names.dlq_topic(group_name)
+        if dlq not in self.topics:
+            self.topics.ensure(dlq, 1, PERM_READ | PERM_WRITE)
+            self.topics_changed()
+        properties.setdefault(mc.RETRY_TOPIC, topic)
+        return dlq, 0
+
+    def _response_fields(self, msg_id: str, queue_id: int, queue_offset: int) -> dict[str, str]:
+        config = self.live.value
+        return {
+            "msgId": msg_id,
+            "queueId": str(queue_id),
+            "queueOffset": str(queue_offset),
+            "MSG_REGION": config.region_id,
+            "TRACE_ON": "true" if config.trace_on else "false",
+        }
+
+    # --- batch ---------------------------------------------------------------------------
+
+    async def send_batch(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        started = self.monotonic()
+        long_form(request)
+        topic_name = text(request, "topic")
+        if len(topic_name) > names.TOPIC_MAX_LENGTH:
+            raise RequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message topic length too long {len(topic_name)}, max: {names.TOPIC_MAX_LENGTH}",
+            )
+        if names.is_retry_topic(topic_name):
+            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic_name}")
+        topic, topic_config, queue_id = self._check_topic(request)
+        config = self.live.value
+        body = request.body_bytes()
+        if not body:
+            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch body is empty")
+        if len(body) > config.store.max_message_size:
+            raise RequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"batch body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
+            )
+        sys_flag = integer(request, "sysFlag", 0)
+        if sys_flag & TRANSACTION_TYPE_MASK:
+            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support transaction")
+        properties = mc.decode_properties(request.field("properties") or "")
+        if int(properties.get(mc.DELAY_TIME_LEVEL, "0") or 0) > 0:
+            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay message")
+        properties[mc.CLUSTER] = config.broker_cluster_name
+        if topic_config.topic_filter_type == MULTI_TAG:
+            sys_flag |= MULTI_TAGS_FLAG
+        batch = MessageExtBatch(
+            topic=topic,
+            queue_id=queue_id,
+            body=body,
+            properties_string=mc.encode_properties(properties),
+            sys_flag=sys_flag,
+            born_timestamp=integer(request, "bornTimestamp", 0),
+            born_host=peer.addr,
+            store_host=config.broker_addr,
+            reconsume_times=integer(request, "reconsumeTimes", 0),
+            flag=integer(request, "flag", 0),
+        )
+        async with self.gate:
+            await self._wait_for_slot(started)
+            result = await self.store.put_messages(batch)
+        response = status_response(request, result, config.store.max_message_size)
+        if result.is_ok and result.append_result is not None:
+            ar = result.append_result
+            ids = ",".join(ar.msg_ids) if ar.msg_ids else ar.msg_id
+            response.ext_fields = self._response_fields(ids, queue_id, ar.logics_offset)
+            if self.stats is not None:
+                self.stats.record_put(ar.msg_num)
+        return response

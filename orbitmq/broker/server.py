@@ -1,0 +1,313 @@
+"""Broker: wires the store, the managers, the request handlers, the remoting server,
+NameServer registration and the periodic tasks.
+
+    broker = Broker(config)
+    host, port = await broker.start()     # bound address, port 0 resolved
+    ...
+    await broker.close()                  # or: async with Broker(config) as broker
+
+Start order: open and recover the store, load the metadata files, create the
+system topics, start listening, register with the NameServers, start the
+periodic tasks. Shutdown order: refuse new requests, unregister from the
+NameServers, wake long polls and drain in-flight requests (bounded by
+shutdown_drain_seconds), close the listener and connections, write the
+metadata files (consumer offsets included), close the store.
+
+All state belongs to the event loop that ran `start()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Self
+
+from orbitmq.broker.config import BrokerConfig, LiveConfig
+from orbitmq.broker.consumers import ConsumerRegistry
+from orbitmq.broker.handlers.admin import AdminHandlers
+from orbitmq.broker.handlers.client import ClientHandlers, GroupNotifier
+from orbitmq.broker.handlers.fields import HandlerFn
+from orbitmq.broker.handlers.groups import GroupHandlers
+from orbitmq.broker.handlers.offsets import OffsetHandlers
+from orbitmq.broker.handlers.pull import PullHandler
+from orbitmq.broker.handlers.query import QueryHandlers
+from orbitmq.broker.handlers.send import SendGate, SendHandlers
+from orbitmq.broker.locks import QueueLocks
+from orbitmq.broker.longpoll import PullWaiters
+from orbitmq.broker.metadata import GROUPS, OFFSETS, TOPICS, MetadataFiles
+from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.producers import ProducerRegistry
+from orbitmq.broker.registration import Registrar
+from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.topics import TopicTable
+from orbitmq.remoting.codes import ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.transport import RemotingClient, RemotingServer
+from orbitmq.store.api import MessageStore
+from orbitmq.store.config import StoreConfig
+
+log = logging.getLogger("orbitmq.broker")
+
+StoreFactory = Callable[[StoreConfig], MessageStore]
+
+
+def default_store(config: StoreConfig) -> MessageStore:
+    from orbitmq.store.store import DefaultMessageStore
+
+    return DefaultMessageStore(config)
+
+
+class _TrackingRegistry:
+    """Registers handlers on the server wrapped so the broker can refuse new work and
+    wait for in-flight requests when it shuts down."""
+
+    def __init__(self, server: RemotingServer) -> None:
+        self.server = server
+        self.closing = False
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def register(self, code: int, handler: HandlerFn) -> None:
+        async def tracked(request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
+            if self.closing:
+                if request.is_oneway:
+                    return None
+                return request.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
+            self.in_flight += 1
+            self._idle.clear()
+            try:
+                return await handler(request, peer)
+            finally:
+                self.in_flight -= 1
+                if self.in_flight == 0:
+                    self._idle.set()
+
+        self.server.register(code, tracked)
+
+    def on_disconnect(self, callback: Callable[[Peer], None]) -> None:
+        self.server.on_disconnect(callback)
+
+    async def drain(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+
+class Broker:
+    """One RocketMQ-compatible broker. See the module docstring for start and shutdown order."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        store_factory: StoreFactory = default_store,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.live = LiveConfig(config)
+        self._store_factory = store_factory
+        self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.store: MessageStore | None = None
+        self.topics = TopicTable(self.clock_ms)
+        self.groups = SubscriptionGroupTable(config.auto_create_subscription_group, self.clock_ms)
+        self.offsets = ConsumerOffsetTable()
+        self.consumers = ConsumerRegistry(config.channel_expired_timeout_mills)
+        self.producers = ProducerRegistry(config.channel_expired_timeout_mills)
+        self.locks = QueueLocks(config.rebalance_lock_max_live_time)
+        self.waiters = PullWaiters()
+        #: Bounds the puts in flight; sends that wait here too long answer SYSTEM_BUSY.
+        self.send_gate = SendGate()
+        self.stats = BrokerStats(self.clock_ms)
+        self.metadata = MetadataFiles(
+            config.store.config_dir, topics=self.topics, groups=self.groups, offsets=self.offsets
+        )
+        self.server: RemotingServer | None = None
+        self._registry: _TrackingRegistry | None = None
+        self._client: RemotingClient | None = None
+        self.registrar: Registrar | None = None
+        self._notifier = GroupNotifier(self.consumers, self.groups)
+        self._client_handlers: ClientHandlers | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.address: tuple[str, int] | None = None
+
+    @property
+    def config(self) -> BrokerConfig:
+        return self.live.value
+
+    @property
+    def broker_addr(self) -> str:
+        return self.live.value.broker_addr
+
+    # --- change hooks -------------------------------------------------------------
+
+    def _topics_changed(self) -> None:
+        self.metadata.mark(TOPICS)
+        if self.registrar is not None:
+            self.registrar.topics_changed()
+
+    def _groups_changed(self) -> None:
+        self.metadata.mark(GROUPS)
+
+    def _offsets_changed(self) -> None:
+        self.metadata.mark(OFFSETS)
+        self.offsets.mark_clean()
+
+    def _config_changed(self) -> None:
+        self.groups.auto_create = self.live.value.auto_create_subscription_group
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> tuple[str, int]:
+        """Open the store, load metadata, listen and register. Returns the bound (host, port)."""
+        config = self.live.value
+        os.makedirs(config.store.config_dir, exist_ok=True)
+        store = self._store_factory(config.store)
+        await store.start()
+        self.store = store
+        try:
+            return await self._start_serving(store)
+        except BaseException:
+            await self._close_after_failed_start()
+            raise
+
+    async def _start_serving(self, store: MessageStore) -> tuple[str, int]:
+        config = self.live.value
+        self.metadata.load()
+        before = self.topics.data_version
+        self.topics.create_system_topics(
+            cluster_name=config.broker_cluster_name,
+            broker_name=config.broker_name,
+            auto_create_topic_enable=config.auto_create_topic_enable,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+            cluster_topic_enable=config.cluster_topic_enable,
+            broker_topic_enable=config.broker_topic_enable,
+            trace_topic_name=config.msg_trace_topic_name if config.trace_topic_enable else None,
+        )
+        if self.topics.data_version != before:
+            self.metadata.mark(TOPICS)
+        store.add_dispatch_listener(self.waiters.notify)
+
+        server = RemotingServer(config.listen_host, config.listen_port)
+        self.server = server
+        registry = _TrackingRegistry(server)
+        self._registry = registry
+        self._wire_handlers(registry, store)
+        host, port = await server.start()
+        if port != config.listen_port:
+            # Port 0: advertise the port the system chose.
+            self.live.value = dataclasses.replace(self.live.value, listen_port=port)
+        self.address = (host, port)
+
+        self._client = RemotingClient()
+        self.registrar = Registrar(
+            live=self.live, topics=self.topics, client=self._client, broker_addr=lambda: self.broker_addr
+        )
+        await self.registrar.start()
+        self._tasks = [
+            asyncio.ensure_future(self._every(config.flush_consumer_offset_interval, self._persist_offsets)),
+            asyncio.ensure_future(self._every(config.channel_scan_interval_mills, self._scan_channels)),
+            asyncio.ensure_future(self._every(10_000, self.stats.sample)),
+        ]
+        log.info("broker %s serving on %s:%d as %s", config.broker_name, host, port, self.broker_addr)
+        return host, port
+
+    def _wire_handlers(self, registry: _TrackingRegistry, store: MessageStore) -> None:
+        config = self.live.value
+        SendHandlers(
+            live=self.live, topics=self.topics, groups=self.groups, store=store,
+            topics_changed=self._topics_changed, stats=self.stats, gate=self.send_gate,
+        ).register(registry)
+        PullHandler(
+            live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
+            offsets=self.offsets, store=store, waiters=self.waiters, groups_changed=self._groups_changed,
+            stats=self.stats,
+        ).register(registry)
+        OffsetHandlers(offsets=self.offsets, store=store).register(registry)
+        QueryHandlers(live=self.live, store=store).register(registry)
+        self._client_handlers = ClientHandlers(
+            broker_name=config.broker_name, topics=self.topics, groups=self.groups, consumers=self.consumers,
+            producers=self.producers, locks=self.locks, notifier=self._notifier, clock_ms=self.clock_ms,
+            topics_changed=self._topics_changed, groups_changed=self._groups_changed,
+        )
+        self._client_handlers.register(registry)
+        AdminHandlers(
+            live=self.live, topics=self.topics, offsets=self.offsets, store=store, stats=self.stats,
+            topics_changed=self._topics_changed, config_changed=self._config_changed,
+        ).register(registry)
+        GroupHandlers(
+            live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
+            offsets=self.offsets, store=store, stats=self.stats, groups_changed=self._groups_changed,
+            offsets_changed=self._offsets_changed,
+        ).register(registry)
+
+    @staticmethod
+    async def _every(period_ms: int, action: Callable[[], None]) -> None:
+        while True:
+            await asyncio.sleep(period_ms / 1000)
+            try:
+                action()
+            except Exception:  # a failing housekeeping round must not stop the next ones
+                log.exception("periodic task %s failed", getattr(action, "__name__", action))
+
+    def _persist_offsets(self) -> None:
+        if self.offsets.dirty:
+            self._offsets_changed()
+
+    def _scan_channels(self) -> None:
+        if self._client_handlers is not None:
+            self._client_handlers.scan_expired()
+
+    async def close(self) -> None:
+        """Shut down in the documented order; safe to call twice."""
+        registry, self._registry = self._registry, None
+        if registry is None and self.store is None:
+            return
+        if registry is not None:
+            registry.closing = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        if self.registrar is not None:
+            await self.registrar.close(unregister=True)
+            self.registrar = None
+        self.waiters.wake_all()
+        if registry is not None and not await registry.drain(self.live.value.shutdown_drain_seconds):
+            log.warning("%d requests still running at shutdown", registry.in_flight)
+        await self._close_after_failed_start()
+
+    async def _close_after_failed_start(self) -> None:
+        await self._notifier.close()
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        if self.registrar is not None:
+            await self.registrar.close(unregister=False)
+            self.registrar = None
+        if self.store is not None:
+            try:
+                await self.metadata.close()
+            finally:
+                store, self.store = self.store, None
+                await store.close()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

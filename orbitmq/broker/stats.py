@@ -1,0 +1,98 @@
+"""Message counters for GET_BROKER_RUNTIME_INFO and GET_CONSUME_STATS, as pure state.
+
+Counts messages put and got in total, per day (the "today morning" and
+"yesterday morning" totals RocketMQ reports), and per (group, topic) pulls;
+rates come from `sample(now)` calls every few seconds. The clock is passed in.
+
+Owned by the broker's event loop; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def _day(now_ms: int) -> int:
+    """A number that changes at local midnight."""
+    t = time.localtime(now_ms / 1000)
+    return t.tm_year * 400 + t.tm_yday
+
+
+class BrokerStats:
+    def __init__(self, clock_ms: Callable[[], int]) -> None:
+        self._clock_ms = clock_ms
+        self.boot_timestamp = clock_ms()
+        self.put_total = 0
+        self.get_total = 0
+        self._day = _day(self.boot_timestamp)
+        self.put_today_morning = 0
+        self.put_yesterday_morning = 0
+        self.get_today_morning = 0
+        self.get_yesterday_morning = 0
+        self._group_gets: dict[tuple[str, str], int] = {}
+        # Rates from the last two samples.
+        self._last_sample_ms = self.boot_timestamp
+        self._last_put = 0
+        self._last_get = 0
+        self._last_group_gets: dict[tuple[str, str], int] = {}
+        self.put_tps = 0.0
+        self.get_tps = 0.0
+        self.group_tps: dict[tuple[str, str], float] = {}
+
+    def record_put(self, count: int) -> None:
+        self.put_total += count
+
+    def record_get(self, group: str, topic: str, count: int) -> None:
+        self.get_total += count
+        key = (group, topic)
+        self._group_gets[key] = self._group_gets.get(key, 0) + count
+
+    def sample(self) -> None:
+        """Roll the day counters and recompute the rates since the previous sample."""
+        now = self._clock_ms()
+        day = _day(now)
+        if day != self._day:
+            self._day = day
+            self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, self.put_total
+            self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, self.get_total
+        elapsed = (now - self._last_sample_ms) / 1000
+        if elapsed <= 0:
+            return
+        self.put_tps = (self.put_total - self._last_put) / elapsed
+        self.get_tps = (self.get_total - self._last_get) / elapsed
+        self.group_tps = {
+            key: (count - self._last_group_gets.get(key, 0)) / elapsed for key, count in self._group_gets.items()
+        }
+        self._last_sample_ms = now
+        self._last_put = self.put_total
+        self._last_get = self.get_total
+        self._last_group_gets = dict(self._group_gets)
+
+    def consume_tps(self, group: str, topics: list[str]) -> float:
+        return sum(self.group_tps.get((group, t), 0.0) for t in topics)
+
+    def runtime_figures(self) -> dict[str, str]:
+        """The counter part of GET_BROKER_RUNTIME_INFO, under RocketMQ's names."""
+        now = self._clock_ms()
+        return {
+            "bootTimestamp": str(self.boot_timestamp),
+            "runtime": _runtime_text(now - self.boot_timestamp),
+            "msgPutTotalTodayNow": str(self.put_total),
+            "msgPutTotalTodayMorning": str(self.put_today_morning),
+            "msgPutTotalYesterdayMorning": str(self.put_yesterday_morning),
+            "msgGetTotalTodayNow": str(self.get_total),
+            "msgGetTotalTodayMorning": str(self.get_today_morning),
+            "msgGetTotalYesterdayMorning": str(self.get_yesterday_morning),
+            "putTps": f"{self.put_tps:.2f}",
+            "getTransferedTps": f"{self.get_tps:.2f}",
+        }
+
+
+def _runtime_text(ms: int) -> str:
+    """RocketMQ's "[ d days, h hours, m minutes, s seconds ]" uptime text."""
+    seconds = max(ms, 0) // 1000
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"[ {days} days, {hours} hours, {minutes} minutes, {secs} seconds ]"

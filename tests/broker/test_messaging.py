@@ -1,0 +1,435 @@
+"""A broker in this process on 127.0.0.1:0 with a temp store, driven by raw remoting requests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from orbitmq.broker.config import BrokerConfig
+from orbitmq.broker.server import Broker
+from orbitmq.common import jsonbody
+from orbitmq.common.message import Message
+from orbitmq.common.msgid import create_offset_msg_id
+from orbitmq.common.record import encode_batch
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.transport import RemotingClient
+from tests.broker.helpers import (
+    FLAG_COMMIT,
+    FLAG_SUBSCRIPTION,
+    FLAG_SUSPEND,
+    heartbeat_body,
+    props,
+    pull,
+    records,
+    request,
+    send_v1,
+    send_v2,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def make_config(tmp_path: Path, **extra: str) -> BrokerConfig:
+    values = {
+        "listenHost": "127.0.0.1",
+        "listenPort": "0",
+        "brokerIP1": "127.0.0.1",
+        "storePathRootDir": str(tmp_path / "store"),
+        "mappedFileSizeCommitLog": str(1 << 20),
+        "mappedFileSizeConsumeQueue": str(20 * 1000),
+        "flushConsumerOffsetInterval": "200",
+    }
+    values.update(extra)
+    return BrokerConfig.from_properties(values)
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
+    b = Broker(make_config(tmp_path))
+    await b.start()
+    try:
+        yield b
+    finally:
+        await b.close()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 4, perm: int = 6) -> None:
+    fields = {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+        "perm": str(perm), "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+    }
+    response = await request(client, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
+    assert response.code == ResponseCode.SUCCESS, response.remark
+
+
+async def test_every_send_mode_stores_bodies_and_properties_that_pull_back_exactly(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    p1 = props(TAGS="TagA", KEYS="k1 k2", WAIT="true", color="red")
+    r1 = await send_v1(client, addr, "T", b"first body", p1)
+    r2 = await send_v2(client, addr, "T", b"\x00\x01 second", props(TAGS="TagB", UNIQ_KEY="ABC123"))
+    batch = encode_batch(
+        [Message("T", b"b1", properties={"TAGS": "TagA", "UNIQ_KEY": "U1"}),
+         Message("T", b"b2", properties={"TAGS": "TagB", "UNIQ_KEY": "U2", "size": "L"})]
+    )
+    r3 = await send_v2(client, addr, "T", batch, props(WAIT="true"), code=RequestCode.SEND_BATCH_MESSAGE)
+    for r in (r1, r2, r3):
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        assert r.field("MSG_REGION") == "DefaultRegion"
+        assert r.field("TRACE_ON") == "true"
+    assert [r.field("queueOffset") for r in (r1, r2, r3)] == ["0", "1", "2"]
+    assert len(r3.field("msgId", "").split(",")) == 2
+
+    response = await pull(client, addr, "T", "CG", 0)
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    assert response.remark == "FOUND"
+    assert isinstance(response.body, (bytes, memoryview, list))
+    msgs = records(response)
+    assert [m.body for m in msgs] == [b"first body", b"\x00\x01 second", b"b1", b"b2"]
+    assert [m.queue_offset for m in msgs] == [0, 1, 2, 3]
+    first, second, b1, b2 = msgs
+    assert first.properties == {"TAGS": "TagA", "KEYS": "k1 k2", "color": "red", "CLUSTER": "DefaultCluster"}
+    assert second.properties["UNIQ_KEY"] == "ABC123"
+    assert second.flag == 7
+    assert b2.properties["size"] == "L" and b2.properties["CLUSTER"] == "DefaultCluster"
+    assert b1.properties["UNIQ_KEY"] == "U1"
+    assert first.store_host == addr
+    assert first.born_host.startswith("127.0.0.1:")
+    assert r1.field("msgId") == create_offset_msg_id(addr, first.commit_log_offset)
+    assert r3.field("msgId") == ",".join(m.offset_msg_id for m in (b1, b2))
+    assert response.field("nextBeginOffset") == "4"
+    assert response.field("maxOffset") == "4"
+
+
+async def test_a_tag_subscription_filters_on_the_broker(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    for tag in ("TagA", "TagB", "TagA"):
+        await send_v2(client, addr, "T", tag.encode(), props(TAGS=tag))
+    response = await pull(client, addr, "T", "CG", 0, subscription="TagA")
+    assert [m.body for m in records(response)] == [b"TagA", b"TagA"]
+
+
+async def test_a_waiting_long_poll_is_answered_when_a_message_arrives(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    waiting = asyncio.ensure_future(
+        pull(client, addr, "T", "CG", 0, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND, suspend_ms=30_000, timeout=40)
+    )
+    await asyncio.sleep(0.3)
+    assert not waiting.done()
+    sent = await send_v2(client, addr, "T", b"wake up")
+    assert sent.code == ResponseCode.SUCCESS
+    # The hold is 30 s; the answer must come from the dispatch, long before that.
+    response = await asyncio.wait_for(waiting, 10)
+    assert response.code == ResponseCode.SUCCESS
+    assert [m.body for m in records(response)] == [b"wake up"]
+
+
+async def test_a_long_poll_that_times_out_answers_pull_not_found_once(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    response = await pull(client, addr, "T", "CG", 0, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND, suspend_ms=200)
+    assert response.code == ResponseCode.PULL_NOT_FOUND
+    assert response.remark in ("NO_MATCHED_LOGIC_QUEUE", "NO_MESSAGE_IN_QUEUE")
+
+
+async def test_pull_statuses_map_to_rocketmq_codes(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    await send_v2(client, addr, "T", b"x")
+    at_end = await pull(client, addr, "T", "CG", 1)
+    assert (at_end.code, at_end.remark, at_end.field("nextBeginOffset")) == (
+        ResponseCode.PULL_NOT_FOUND, "OFFSET_OVERFLOW_ONE", "1")
+    beyond = await pull(client, addr, "T", "CG", 5)
+    # RocketMQ corrects an overflowing offset to the min offset while the queue still starts at 0.
+    assert (beyond.code, beyond.remark, beyond.field("nextBeginOffset")) == (
+        ResponseCode.PULL_OFFSET_MOVED, "OFFSET_OVERFLOW_BADLY", "0")
+    filtered = await pull(client, addr, "T", "CG", 0, subscription="Nope")
+    assert filtered.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+
+
+async def test_the_commit_offset_flag_stores_the_consumers_offset(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    await pull(client, addr, "T", "CG", 0, sys_flag=FLAG_SUBSCRIPTION | FLAG_COMMIT, commit_offset=3)
+    q = await request(client, addr, RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "CG", "topic": "T", "queueId": "0"})
+    assert q.field("offset") == "3"
+
+
+async def test_bad_input_gets_rocketmq_codes_with_a_remark(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    illegal = await send_v2(client, addr, "bad/topic", b"x")
+    assert illegal.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in (illegal.remark or "")
+    forbidden = await send_v2(client, addr, "SCHEDULE_TOPIC_XXXX", b"x")
+    assert forbidden.code == ResponseCode.NO_PERMISSION
+    assert forbidden.remark == "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden."
+    await create_topic(client, addr, "ReadOnly", perm=4)
+    read_only = await send_v2(client, addr, "ReadOnly", b"x")
+    assert read_only.code == ResponseCode.NO_PERMISSION and "ReadOnly" in (read_only.remark or "")
+    big = await send_v2(client, addr, "T", b"x" * (broker.config.store.max_message_size + 1))
+    assert big.code == ResponseCode.MESSAGE_ILLEGAL and big.remark
+    bad_queue = await send_v2(client, addr, "T", b"x", queue_id=99)
+    assert bad_queue.code == ResponseCode.SYSTEM_ERROR and "queueId[99] is illegal" in (bad_queue.remark or "")
+    missing = await request(client, addr, RequestCode.PULL_MESSAGE, {"topic": "T"})
+    assert missing.code == ResponseCode.SYSTEM_ERROR and "consumerGroup" in (missing.remark or "")
+
+
+async def test_auto_created_topics_inherit_from_tbw102(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    r = await send_v2(client, addr, "Fresh", b"x", queue_id=-1)
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    config = broker.topics.get("Fresh")
+    assert config is not None and (config.write_queue_nums, config.perm) == (4, 6)
+
+
+async def test_with_auto_creation_off_unknown_topics_and_groups_are_refused(tmp_path: Path, client: RemotingClient) -> None:
+    config = make_config(tmp_path, autoCreateTopicEnable="false", autoCreateSubscriptionGroup="false")
+    async with Broker(config) as b:
+        addr = b.broker_addr
+        r = await send_v2(client, addr, "Nowhere", b"x")
+        assert r.code == ResponseCode.TOPIC_NOT_EXIST and "Nowhere" in (r.remark or "")
+        await create_topic(client, addr, "T")
+        p = await pull(client, addr, "T", "UnknownGroup", 0)
+        assert p.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST and "UnknownGroup" in (p.remark or "")
+
+
+async def test_consumer_offsets_survive_a_restart(tmp_path: Path, client: RemotingClient) -> None:
+    config = make_config(tmp_path)
+    async with Broker(config) as b:
+        fields = {"consumerGroup": "CG", "topic": "T", "queueId": "2", "commitOffset": "42"}
+        r = await request(client, b.broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
+        assert r.code == ResponseCode.SUCCESS
+    saved = (tmp_path / "store" / "config" / "consumerOffset.json").read_text()
+    assert jsonbody.loads(saved) == {"offsetTable": {"T@CG": {2: 42}}}
+    async with Broker(config) as b:
+        q = await request(
+            client, b.broker_addr, RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "CG", "topic": "T", "queueId": "2"}
+        )
+        assert q.code == ResponseCode.SUCCESS and q.field("offset") == "42"
+
+
+async def test_sends_that_waited_too_long_are_refused_as_system_busy(tmp_path: Path, client: RemotingClient) -> None:
+    async with Broker(make_config(tmp_path, waitTimeMillsInSendQueue="50")) as b:
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(b.send_gate.max_in_flight):  # take every slot so the send has to wait
+                await held.enter_async_context(b.send_gate)
+            waiting = asyncio.ensure_future(send_v2(client, b.broker_addr, "T", b"x"))
+            await asyncio.sleep(0.3)
+        r = await waiting
+        assert r.code == ResponseCode.SYSTEM_BUSY and (r.remark or "").startswith("[TIMEOUT_CLEAN_QUEUE]")
+        again = await send_v2(client, b.broker_addr, "T", b"x")
+        assert again.code == ResponseCode.SUCCESS
+
+
+async def test_heartbeats_register_consumers_and_notify_members_when_one_joins(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+    notified: asyncio.Queue[str] = asyncio.Queue()
+
+    async def on_notify(cmd: RemotingCommand, peer: object) -> None:
+        notified.put_nowait(cmd.field("consumerGroup") or "")
+
+    client.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+    r = await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", "CG", "T"))
+    assert r.code == ResponseCode.SUCCESS and r.version == 407
+    assert broker.topics.get("%RETRY%CG") is not None
+    async with RemotingClient() as other:
+        await request(other, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c2", "CG", "T"))
+        assert await asyncio.wait_for(notified.get(), 5) == "CG"
+        listed = await request(client, addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "CG"})
+        assert sorted(jsonbody.loads(listed.body_bytes())["consumerIdList"]) == ["c1", "c2"]
+    # The other client's connection closed: it leaves the group at once.
+    assert await asyncio.wait_for(notified.get(), 5) == "CG"
+    listed = await request(client, addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "CG"})
+    assert jsonbody.loads(listed.body_bytes())["consumerIdList"] == ["c1"]
+    conns = await request(client, addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "CG"})
+    assert jsonbody.loads(conns.body_bytes())["connectionSet"][0]["clientId"] == "c1"
+    none = await request(client, addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "Nobody"})
+    assert none.code == ResponseCode.CONSUMER_NOT_ONLINE
+
+
+async def test_queue_locks_are_exclusive_between_clients(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    mq = {"topic": "T", "brokerName": "broker-a", "queueId": 0}
+    await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", "CG", "T"))
+    body = {"consumerGroup": "CG", "clientId": "c1", "mqSet": [mq]}
+    first = await request(client, addr, RequestCode.LOCK_BATCH_MQ, body=body)
+    assert jsonbody.loads(first.body_bytes())["lockOKMQSet"] == [mq]
+    async with RemotingClient() as other:
+        await request(other, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c2", "CG", "T"))
+        second = await request(other, addr, RequestCode.LOCK_BATCH_MQ, body={**body, "clientId": "c2"})
+        assert jsonbody.loads(second.body_bytes())["lockOKMQSet"] == []
+        await request(client, addr, RequestCode.UNLOCK_BATCH_MQ, body=body)
+        third = await request(other, addr, RequestCode.LOCK_BATCH_MQ, body={**body, "clientId": "c2"})
+        assert jsonbody.loads(third.body_bytes())["lockOKMQSet"] == [mq]
+
+
+async def test_offsets_times_and_lookups_answer_from_the_store(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    sent = [await send_v2(client, addr, "T", f"m{i}".encode(), props(KEYS=f"key{i}", UNIQ_KEY=f"U{i}")) for i in range(3)]
+    q = {"topic": "T", "queueId": "0"}
+    assert (await request(client, addr, RequestCode.GET_MAX_OFFSET, q)).field("offset") == "3"
+    assert (await request(client, addr, RequestCode.GET_MIN_OFFSET, q)).field("offset") == "0"
+    earliest = await request(client, addr, RequestCode.GET_EARLIEST_MSG_STORETIME, q)
+    assert int(earliest.field("timestamp") or 0) > 0
+    search = await request(client, addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {**q, "timestamp": "0"})
+    assert search.field("offset") == "0"
+    found = await request(
+        client, addr, RequestCode.QUERY_MESSAGE,
+        {"topic": "T", "key": "key1", "maxNum": "10", "beginTimestamp": "0", "endTimestamp": str(2**62)},
+    )
+    assert found.code == ResponseCode.SUCCESS
+    assert [m.body for m in records(found)] == [b"m1"]
+    by_uniq = await request(
+        client, addr, RequestCode.QUERY_MESSAGE,
+        {"topic": "T", "key": "U2", "maxNum": "1", "beginTimestamp": "0", "endTimestamp": str(2**62),
+         "_UNIQUE_KEY_QUERY": "true"},
+    )
+    assert [m.body for m in records(by_uniq)] == [b"m2"]
+    nothing = await request(
+        client, addr, RequestCode.QUERY_MESSAGE,
+        {"topic": "T", "key": "absent", "maxNum": "10", "beginTimestamp": "0", "endTimestamp": str(2**62)},
+    )
+    assert nothing.code == ResponseCode.QUERY_NOT_FOUND
+    offset = records(found)[0].commit_log_offset
+    view = await request(client, addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
+    assert [m.body for m in records(view)] == [b"m1"]
+    assert records(view)[0].offset_msg_id == sent[1].field("msgId")
+    gone = await request(client, addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(10**9)})
+    assert gone.code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_admin_requests_answer_in_rocketmq_shapes(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T", queues=2)
+    await send_v2(client, addr, "T", b"x")
+    await request(client, addr, RequestCode.UPDATE_CONSUMER_OFFSET,
+                  {"consumerGroup": "CG", "topic": "T", "queueId": "0", "commitOffset": "1"})
+    runtime = jsonbody.loads((await request(client, addr, RequestCode.GET_BROKER_RUNTIME_INFO)).body_bytes())["table"]
+    assert runtime["msgPutTotalTodayNow"] == "1" and runtime["brokerVersion"] == "407"
+    assert int(runtime["commitLogMaxOffset"]) > 0
+    stats = (await request(client, addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": "T"})).body_bytes()
+    table = jsonbody.loads(stats)["offsetTable"]
+    assert table.get_by({"brokerName": "broker-a", "queueId": 0, "topic": "T"})["maxOffset"] == 1
+    consume = jsonbody.loads(
+        (await request(client, addr, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "CG", "topic": "T"})).body_bytes()
+    )
+    entry = consume["offsetTable"].get_by({"brokerName": "broker-a", "queueId": 0, "topic": "T"})
+    assert (entry["brokerOffset"], entry["consumerOffset"]) == (1, 1)
+    all_topics = jsonbody.loads((await request(client, addr, RequestCode.GET_ALL_TOPIC_CONFIG)).body_bytes())
+    assert all_topics["topicConfigTable"]["T"]["readQueueNums"] == 2
+    names = jsonbody.loads((await request(client, addr, RequestCode.GET_TOPIC_NAME_LIST)).body_bytes())
+    assert "T" in names["topicList"]
+    offsets = jsonbody.loads((await request(client, addr, RequestCode.GET_ALL_CONSUMER_OFFSET)).body_bytes())
+    assert offsets["offsetTable"]["T@CG"] == {0: 1}
+    deleted = await request(client, addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "T"})
+    assert deleted.code == ResponseCode.SUCCESS and broker.topics.get("T") is None
+
+
+async def test_broker_config_reads_and_updates_as_properties_text(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    got = await request(client, addr, RequestCode.GET_BROKER_CONFIG)
+    assert "brokerName=broker-a" in got.body_bytes().decode()
+    ok = await request(client, addr, RequestCode.UPDATE_BROKER_CONFIG, body=b"autoCreateTopicEnable=false\n")
+    assert ok.code == ResponseCode.SUCCESS and broker.config.auto_create_topic_enable is False
+    bad = await request(client, addr, RequestCode.UPDATE_BROKER_CONFIG, body=b"noSuchKey=1\n")
+    assert bad.code == ResponseCode.SYSTEM_ERROR and "noSuchKey" in (bad.remark or "")
+
+
+async def test_reset_offset_moves_committed_offsets_and_tells_the_consumers(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T", queues=1)
+    for i in range(3):
+        await send_v2(client, addr, "T", f"m{i}".encode())
+    pushed: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+
+    async def on_reset(cmd: RemotingCommand, peer: object) -> None:
+        pushed.put_nowait(cmd)
+
+    client.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, on_reset)
+    await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", "CG", "T"))
+    await request(client, addr, RequestCode.UPDATE_CONSUMER_OFFSET,
+                  {"consumerGroup": "CG", "topic": "T", "queueId": "0", "commitOffset": "3"})
+    r = await request(client, addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                      {"topic": "T", "group": "CG", "timestamp": "0", "isForce": "true"})
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    expected_key = {"brokerName": "broker-a", "queueId": 0, "topic": "T"}
+    assert jsonbody.loads(r.body_bytes())["offsetTable"].get_by(expected_key) == 0
+    push = await asyncio.wait_for(pushed.get(), 5)
+    assert push.field("group") == "CG"
+    assert jsonbody.loads(push.body_bytes())["offsetTable"].get_by(expected_key) == 0
+    assert broker.offsets.query("CG", "T", 0) == 0
+    missing = await request(client, addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                            {"topic": "Nope", "group": "CG", "timestamp": "0", "isForce": "true"})
+    assert missing.code == ResponseCode.SYSTEM_ERROR and "no topic" in (missing.remark or "")
+
+
+async def test_broker_registers_with_the_nameserver_and_the_route_carries_its_real_port(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    from orbitmq.namesrv.config import NamesrvConfig
+    from orbitmq.namesrv.server import NameServer
+
+    ns = NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0,
+                                  kv_config_path=str(tmp_path / "kv.json")))
+    ns_host, ns_port = await ns.start()
+    try:
+        config = make_config(tmp_path, namesrvAddr=f"{ns_host}:{ns_port}")
+        async with Broker(config) as b:
+            route = await request(client, f"{ns_host}:{ns_port}", RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+            assert route.code == ResponseCode.SUCCESS, route.remark
+            data = jsonbody.loads(route.body_bytes())
+            addrs = jsonbody.int_keys(data["brokerDatas"][0]["brokerAddrs"])
+            assert addrs == {0: b.broker_addr}
+            assert not b.broker_addr.endswith(":0")
+            await create_topic(client, b.broker_addr, "LateTopic")
+
+            async def route_of_late_topic() -> int:
+                r = await request(client, f"{ns_host}:{ns_port}", RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "LateTopic"})
+                return r.code
+
+            for _ in range(100):
+                if await route_of_late_topic() == ResponseCode.SUCCESS:
+                    break
+                await asyncio.sleep(0.05)
+            assert await route_of_late_topic() == ResponseCode.SUCCESS
+        gone = await request(client, f"{ns_host}:{ns_port}", RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+        assert gone.code == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        await ns.close()
+
+
+async def test_metadata_files_are_written_in_rocketmq_shapes(tmp_path: Path, client: RemotingClient) -> None:
+    config = make_config(tmp_path)
+    async with Broker(config) as b:
+        await create_topic(client, b.broker_addr, "T")
+        await request(client, b.broker_addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", "CG", "T"))
+    config_dir = tmp_path / "store" / "config"
+    topics = jsonbody.loads((config_dir / "topics.json").read_text())
+    assert topics["topicConfigTable"]["T"]["writeQueueNums"] == 4
+    assert topics["dataVersion"]["counter"] > 0
+    groups = jsonbody.loads((config_dir / "subscriptionGroup.json").read_text())
+    assert groups["subscriptionGroupTable"]["CG"]["retryMaxTimes"] == 16
+    assert os.path.exists(config_dir / "consumerOffset.json")
