@@ -121,14 +121,20 @@ class NameServer:
     async def _scan_loop(self) -> None:
         while True:
             await asyncio.sleep(self._config.scan_not_active_broker_interval_ms / 1000)
-            expired = self.routes.scan_not_active_brokers()
-            if not expired:
-                continue
-            by_id = {p.id: p for p in self._server.peers} if self._server else {}
-            for addr, connection_id in expired:
-                log.warning("broker %s removed: silent for more than %d ms", addr,
-                            self.routes.default_expiry_ms)
-                # Close its connection as RocketMQ does; a live broker reconnects and re-registers.
-                peer = by_id.get(connection_id) if connection_id is not None else None
-                if peer is not None:
-                    peer.close()
+            try:
+                self._scan_once()
+            except Exception:
+                # A bug here must not end the scanning for the life of the server.
+                log.exception("scan for silent brokers failed")
+
+    def _scan_once(self) -> None:
+        expired = self.routes.scan_not_active_brokers()
+        if not expired:
+            return
+        by_id = {p.id: p for p in self._server.peers} if self._server else {}
+        for addr, connection_id in expired:
+            log.warning("broker %s removed: silent for more than %d ms", addr, self.routes.default_expiry_ms)
+            # Close its connection as RocketMQ does; a live broker reconnects and re-registers.
+            peer = by_id.get(connection_id) if connection_id is not None else None
+            if peer is not None:
+                peer.close()
