@@ -42,8 +42,8 @@ def _utf16_len(text: str) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _prefix_hash(prefix: str) -> tuple[int, int]:
-    return java_string_hash(prefix) & _MASK32, _utf16_len(prefix)
+def _prefix_hash(prefix: str) -> int:
+    return java_string_hash(prefix) & _MASK32
 
 
 def java_string_hash_concat(prefix: str, text: str) -> int:
@@ -52,7 +52,7 @@ def java_string_hash_concat(prefix: str, text: str) -> int:
     The hash is a polynomial, so hash(p + t) = hash(p) * 31**len(t) + hash(t)
     (mod 2**32). Prefixes (``topic#`` for index keys) are few and cached.
     """
-    prefix_h, _ = _prefix_hash(prefix)
+    prefix_h = _prefix_hash(prefix)
     n = _utf16_len(text)
     scale = _POWERS[n] if n < _POWERS_LIMIT else pow(31, n, 1 << 32)
     h = (prefix_h * scale + java_string_hash(text)) & _MASK32

@@ -280,8 +280,25 @@ def dumps(obj: JsonValue) -> bytes:
     """Standard compact JSON with sorted keys (int keys written as quoted strings).
 
     None values are written as null; omit them beforehand where Java would.
+    Keys sort as strings (``"10"`` before ``"2"``); use `dumps_route_standard`
+    for numeric order. An `ObjectKeyMap` has no standard form: orjson would
+    write it as a list of pairs, so this raises TypeError for one instead.
     """
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(
+        obj, default=_standard_default,
+        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS,
+    )
+
+
+def _standard_default(obj: Any) -> Any:
+    # OPT_PASSTHROUGH_SUBCLASS sends subclasses of builtins here, so an
+    # ObjectKeyMap (a list subclass) cannot slip out as a list of pairs.
+    if isinstance(obj, ObjectKeyMap):
+        raise TypeError("an ObjectKeyMap has no standard JSON form; use dumps_legacy")
+    for base in (str, int, float, dict, list, tuple):
+        if isinstance(obj, base):
+            return base(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} as JSON")
 
 
 _NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')

@@ -461,13 +461,15 @@ class IndexService:
     def truncate_from(self, phy_offset: int) -> int:
         """Forget entries for records at or past `phy_offset` (crash recovery); return how many went.
 
-        Files whose first entry is at or past it are deleted; the newest
-        remaining file loses its tail.
+        Walking newest first: files that are empty (created just before a
+        crash; their header still holds the previous file's end) or whose
+        first entry is at or past `phy_offset` are deleted; the newest file
+        with older entries loses its tail, and the walk stops there.
         """
         removed = 0
         while self.files:
             f = self.files[-1]
-            if f.entry_count > 0 and f.begin_phy_offset >= phy_offset:
+            if f.entry_count == 0 or f.begin_phy_offset >= phy_offset:
                 removed += f.entry_count
                 self._drop(f)
                 continue

@@ -190,3 +190,8 @@ def test_floats_and_unicode_survive_the_lenient_parser() -> None:
 def test_non_utf8_bodies_are_rejected_cleanly() -> None:
     with pytest.raises(JsonBodyError):
         loads(b"{a:'\xff'}")
+
+
+def test_standard_writer_refuses_object_keyed_maps_rather_than_writing_pairs() -> None:
+    with pytest.raises(TypeError):
+        dumps({"offsetTable": ObjectKeyMap([({"topic": "T"}, 1)])})

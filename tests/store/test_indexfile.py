@@ -227,3 +227,15 @@ def test_flush_reports_the_end_timestamp_now_on_disk(tmp_path: Path) -> None:
     svc.dispatch([_dispatch("T", 0, T0 + 5, keys="k")])
     assert svc.flush() == T0 + 5
     svc.close()
+
+
+def test_truncation_drops_an_empty_file_left_by_a_crash_and_trims_the_one_before(tmp_path: Path) -> None:
+    svc = _service(tmp_path, entries=4)
+    svc.dispatch([_dispatch("T", i * 100, T0 + i * 1000, keys="k") for i in range(3)])  # fills file 1
+    svc._roll()  # a crash right after creating the next file leaves it empty
+    assert [f.entry_count for f in svc.files] == [3, 0]
+    assert svc.truncate_from(150) == 1
+    assert len(svc.files) == 1 and svc.index_last_update_phyoffset == 100
+    svc.dispatch([_dispatch("T", 200, T0 + 5000, keys="k")])  # re-dispatched after recovery: indexed again
+    assert svc.query_offsets("T", "k", 64, 0, 2**62).phy_offsets == [200, 100, 0]
+    svc.close()
