@@ -295,9 +295,16 @@ def _standard_default(obj: Any) -> Any:
     # ObjectKeyMap (a list subclass) cannot slip out as a list of pairs.
     if isinstance(obj, ObjectKeyMap):
         raise TypeError("an ObjectKeyMap has no standard JSON form; use dumps_legacy")
-    for base in (str, int, float, dict, list, tuple):
-        if isinstance(obj, base):
-            return base(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if isinstance(obj, dict):
+        return dict(obj)
+    if isinstance(obj, (list, tuple)):
+        return list(obj)
     raise TypeError(f"cannot write {type(obj).__name__} as JSON")
 
 
