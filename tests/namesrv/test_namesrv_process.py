@@ -8,6 +8,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,9 @@ def short_expiry_namesrv(tmp_path: Path) -> Iterator[ServerProcess]:
         server.stop()
 
 
-def register(conn: RawConnection, topics: dict[str, tuple[int, int, int]] | None = None, **header: str) -> None:
+def register(
+    conn: RawConnection, topics: dict[str, tuple[int, int, int]] | None = None, **header: Any
+) -> None:
     body = register_body(topics if topics is not None else {"T": (4, 4, 6)})
     response = conn.call(REGISTER_BROKER, register_header(**header), body)
     assert (response.code, response.remark) == (0, None)
