@@ -83,6 +83,10 @@ def _setup_logging(verbose: bool) -> None:
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not verbose:
+        # The transport logs "... listening on HOST:PORT" too; keep stdout's readiness lines
+        # the only ones of that form a reader of the merged output can see.
+        logging.getLogger("orbitmq.remoting").setLevel(logging.WARNING)
 
 
 @contextlib.asynccontextmanager
@@ -178,11 +182,11 @@ async def serve_dev(host: str, namesrv_port: int, broker_config: BrokerConfig, s
             raise click.ClickException(f"cannot start namesrv on {host}:{namesrv_port}: {exc.strerror or exc}") from None
         try:
             _announce(f"namesrv listening on {ns_host}:{ns_port}")
+            _announce(f"store {os.path.abspath(store_dir)}")
             config = broker_config.with_properties({"namesrvAddr": f"{ns_host}:{ns_port}"})
             broker, b_host, b_port = await _start_broker(config)
             try:
                 _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
-                _announce(f"store {os.path.abspath(store_dir)}")
                 await stop.wait()
                 log.info("dev: shutting down")
             finally:
