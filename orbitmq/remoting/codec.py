@@ -241,17 +241,14 @@ def decode_json_header(raw: Buffer) -> RemotingCommand:
         language = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
     elif type(language) is not int:
         language = LanguageCode.OTHER
-    return RemotingCommand(
-        _int_field(obj, "code"),
-        ext,
-        None,
-        remark or None,  # an empty remark (Go client) means no remark
-        _int_field(obj, "opaque"),
-        _int_field(obj, "flag"),
-        language,
-        _int_field(obj, "version"),
-        SerializeType.JSON,
-    )
+    code = obj.get("code", 0)
+    opaque = obj.get("opaque", 0)
+    flag = obj.get("flag", 0)
+    version = obj.get("version", 0)
+    if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
+        code, opaque, flag, version = (_int_field(obj, k) for k in ("code", "opaque", "flag", "version"))
+    # An empty remark (the Go client always sends one) means no remark.
+    return RemotingCommand(code, ext, None, remark or None, opaque, flag, language, version, SerializeType.JSON)
 
 
 def decode_binary_header(raw: memoryview) -> RemotingCommand:

@@ -1,11 +1,13 @@
 """One remoting connection, shared by the server and the client side.
 
 `Connection` is an asyncio protocol: it feeds received bytes to a
-`FrameDecoder`, starts one task per incoming request, matches responses to
-the requests it sent by opaque, and coalesces outgoing frames so that every
-frame produced during one loop turn leaves with a single `writelines` (one
-write costs ~5 µs here, whatever its size). `Peer` is the face of a
-connection that handlers see.
+`FrameDecoder`, runs a handler for each incoming request (an `async def`
+handler in its own task; a plain function inline, for handlers that never
+wait), matches responses to the requests it sent by opaque, and coalesces
+outgoing frames: everything produced while one read is processed leaves
+with one `writelines` at its end, and frames produced by tasks leave together
+on the next loop turn (one write costs ~5 µs here, whatever its size).
+`Peer` is the face of a connection that handlers see.
 
 Ownership: all state of a connection belongs to the event loop thread that
 runs it; nothing here is thread-safe.
@@ -14,19 +16,37 @@ runs it; nothing here is thread-safe.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, cast
 
-from orbitmq.errors import ConnectError, FrameError, RequestTimeout
+from orbitmq.errors import ConnectError, FrameError
 from orbitmq.remoting.codec import FrameDecoder, encode
 from orbitmq.remoting.codes import ResponseCode
-from orbitmq.remoting.command import RPC_TYPE_RESPONSE, Buffer, RemotingCommand, next_opaque
+from orbitmq.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, Buffer, RemotingCommand, next_opaque
+from orbitmq.remoting.pending import PendingRequests
 
 log = logging.getLogger("orbitmq.remoting")
 
-Handler = Callable[[RemotingCommand, "Peer"], Awaitable[RemotingCommand | None]]
-"""`async def handler(request, peer) -> response | None` (None: send nothing)."""
+Handler = Callable[[RemotingCommand, "Peer"], Awaitable[RemotingCommand | None] | RemotingCommand | None]
+"""`async def handler(request, peer) -> response | None` (None: send nothing).
+
+A plain function with the same signature is also a handler: it is called
+inline as the request is decoded (no task, no extra loop turn), so it must
+not block; if it returns an awaitable, that is awaited in a task.
+"""
+
+
+class Route:
+    """A registered handler and whether it is a coroutine function (decided once, at registration)."""
+
+    __slots__ = ("handler", "is_async")
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.is_async = inspect.iscoroutinefunction(handler)
 
 _peer_ids = itertools.count(1)
 
@@ -62,7 +82,7 @@ class Peer:
 
     async def invoke_oneway(self, cmd: RemotingCommand) -> None:
         """Send `cmd` with the oneway flag; returns once queued for writing (`ConnectError` if closed)."""
-        cmd.flag |= 0x2
+        cmd.flag |= RPC_ONEWAY
         self._conn.send(cmd)
         await self._conn.drain()
 
@@ -79,15 +99,15 @@ class Connection(asyncio.Protocol):
 
     def __init__(
         self,
-        handlers: Mapping[int, Handler],
+        routes: Mapping[int, Route],
         *,
-        default_handler: Handler | None = None,
+        default_route: Callable[[], Route | None] = lambda: None,
         max_frame_length: int,
         max_inflight: int = 4096,
         on_lost: Callable[[Connection], None] | None = None,
     ) -> None:
-        self._handlers = handlers
-        self._default_handler = default_handler
+        self._routes = routes
+        self._default_route = default_route
         self._decoder = FrameDecoder(max_frame_length)
         self._max_inflight = max_inflight
         self._on_lost = on_lost
@@ -98,11 +118,12 @@ class Connection(asyncio.Protocol):
         # Outgoing frames waiting for the next flush; `_flush_handle` is set while one is scheduled.
         self._out: list[Buffer] = []
         self._flush_handle: asyncio.Handle | None = None
+        self._reading = False  # inside data_received: its frames are flushed when it returns
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._read_paused = False
-        # Requests we sent that await their response: opaque -> (future, timeout timer).
-        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], asyncio.TimerHandle]] = {}
+        # Requests we sent that await their response.
+        self._pending = PendingRequests(self._loop, lambda: self.peer.addr)
         # Handler tasks of incoming requests; cancelled when the connection goes away.
         self._tasks: set[asyncio.Task[None]] = set()
         self.lost: asyncio.Future[None] = self._loop.create_future()
@@ -110,8 +131,8 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol -------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports do not derive from asyncio.Transport, so no isinstance check here.
+        self._transport = cast(asyncio.Transport, transport)
         peername = transport.get_extra_info("peername")
         if isinstance(peername, tuple) and len(peername) >= 2:
             self.peer.host, self.peer.port = str(peername[0]), int(peername[1])
@@ -123,11 +144,20 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection %s: %s", self.peer.addr, exc)
             self.abort()
             return
-        for cmd in commands:
-            if cmd.flag & RPC_TYPE_RESPONSE:
-                self._complete(cmd)
-            else:
-                self._dispatch(cmd)
+        self._reading = True
+        try:
+            for cmd in commands:
+                if cmd.flag & RPC_TYPE_RESPONSE:
+                    if not self._pending.complete(cmd):
+                        log.debug("response %d from %s matches no pending request", cmd.opaque, self.peer.addr)
+                else:
+                    self._dispatch(cmd)
+        finally:
+            self._reading = False
+        if self._out:
+            if self._flush_handle is not None:
+                self._flush_handle.cancel()
+            self._flush()
 
     def eof_received(self) -> bool | None:
         return None  # close our side too
@@ -138,11 +168,7 @@ class Connection(asyncio.Protocol):
             self._flush_handle.cancel()
             self._flush_handle = None
         self._out.clear()
-        pending, self._pending = self._pending, {}
-        for fut, timer in pending.values():
-            timer.cancel()
-            if not fut.done():
-                fut.set_exception(ConnectError(f"connection to {self.peer.addr} lost"))
+        self._pending.fail_all(lambda: ConnectError(f"connection to {self.peer.addr} lost"))
         for task in list(self._tasks):
             task.cancel()
         self._wake_writers()
@@ -165,7 +191,7 @@ class Connection(asyncio.Protocol):
         if self.closed or self._transport is None or self._transport.is_closing():
             raise ConnectError(f"connection to {self.peer.addr} is closed")
         self._out += encode(cmd)
-        if self._flush_handle is None:
+        if self._flush_handle is None and not self._reading:
             self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
@@ -196,8 +222,7 @@ class Connection(asyncio.Protocol):
             cmd.opaque = next_opaque()
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self.send(cmd)
-        opaque = cmd.opaque
-        self._pending[opaque] = (fut, self._loop.call_later(timeout, self._expire, opaque, timeout))
+        self._pending.add(cmd.opaque, fut, timeout)
         return fut
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
@@ -205,42 +230,36 @@ class Connection(asyncio.Protocol):
         try:
             return await fut
         except asyncio.CancelledError:
-            self.forget(cmd.opaque)
+            self._pending.forget(cmd.opaque)
             raise
 
     def forget(self, opaque: int) -> None:
         """Stop waiting for the response to `opaque` (a late answer is then dropped)."""
-        entry = self._pending.pop(opaque, None)
-        if entry is not None:
-            entry[1].cancel()
-
-    def _expire(self, opaque: int, timeout: float) -> None:
-        entry = self._pending.pop(opaque, None)
-        if entry is not None and not entry[0].done():
-            entry[0].set_exception(
-                RequestTimeout(f"no response from {self.peer.addr} to request {opaque} within {timeout}s")
-            )
-
-    def _complete(self, response: RemotingCommand) -> None:
-        entry = self._pending.pop(response.opaque, None)
-        if entry is None:
-            log.debug("response %d from %s matches no pending request", response.opaque, self.peer.addr)
-            return
-        fut, timer = entry
-        timer.cancel()
-        if not fut.done():
-            fut.set_result(response)
+        self._pending.forget(opaque)
 
     # --- serving ------------------------------------------------------------------
 
     def _dispatch(self, request: RemotingCommand) -> None:
-        handler = self._handlers.get(request.code, self._default_handler)
-        if handler is None:
+        route = self._routes.get(request.code) or self._default_route()
+        if route is None:
             if not request.is_oneway:
                 remark = f" request type {request.code} not supported"
                 self.send(request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
             return
-        task = self._loop.create_task(self._serve(handler, request))
+        if route.is_async:
+            self._start_task(self._serve(route.handler, request))
+            return
+        try:
+            result = route.handler(request, self.peer)
+        except Exception as exc:  # noqa: BLE001 - any handler failure is answered, see _failure
+            result = self._failure(request, exc)
+        if inspect.isawaitable(result):
+            self._start_task(self._serve_awaitable(result, request))
+        else:
+            self._respond(request, result)
+
+    def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
         if len(self._tasks) >= self._max_inflight and not self._read_paused and self._transport is not None:
@@ -257,12 +276,28 @@ class Connection(asyncio.Protocol):
 
     async def _serve(self, handler: Handler, request: RemotingCommand) -> None:
         try:
-            response = await handler(request, self.peer)
-        except Exception as exc:  # the boundary where a handler's failure becomes a SYSTEM_ERROR answer
-            log.warning("handler for request code %d from %s failed", request.code, self.peer.addr,
-                        exc_info=not isinstance(exc, ValueError))
-            response = request.response(ResponseCode.SYSTEM_ERROR, str(exc) or type(exc).__name__)
-        if response is None or request.is_oneway or self.closed:
+            response = await cast(Awaitable[RemotingCommand | None], handler(request, self.peer))
+        except Exception as exc:  # noqa: BLE001 - any handler failure is answered, see _failure
+            response = self._failure(request, exc)
+        self._respond(request, response)
+        if self._write_paused and not self.closed:
+            await self.drain()
+
+    async def _serve_awaitable(self, result: Awaitable[RemotingCommand | None], request: RemotingCommand) -> None:
+        try:
+            response = await result
+        except Exception as exc:  # noqa: BLE001 - any handler failure is answered, see _failure
+            response = self._failure(request, exc)
+        self._respond(request, response)
+
+    def _failure(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
+        """The boundary where a handler's exception becomes a SYSTEM_ERROR answer."""
+        log.warning("handler for request code %d from %s failed: %s", request.code, self.peer.addr, exc,
+                    exc_info=not isinstance(exc, ValueError))
+        return request.response(ResponseCode.SYSTEM_ERROR, str(exc) or type(exc).__name__)
+
+    def _respond(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is None or request.flag & RPC_ONEWAY or self.closed:
             return
         response.opaque = request.opaque
         response.flag |= RPC_TYPE_RESPONSE
@@ -273,9 +308,7 @@ class Connection(asyncio.Protocol):
             log.error("response to request code %d cannot be framed: %s", request.code, exc)
             self.send(request.response(ResponseCode.SYSTEM_ERROR, f"response cannot be encoded: {exc}"))
         except ConnectError:
-            return
-        if self._write_paused:
-            await self.drain()
+            pass  # the peer left while we worked; nobody to answer
 
     # --- closing ------------------------------------------------------------------
 

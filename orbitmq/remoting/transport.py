@@ -25,7 +25,7 @@ from typing import Any, Self
 from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.remoting.codec import DEFAULT_MAX_FRAME_LENGTH
 from orbitmq.remoting.command import RPC_ONEWAY, RemotingCommand
-from orbitmq.remoting.connection import Connection, Handler, Peer
+from orbitmq.remoting.connection import Connection, Handler, Peer, Route
 
 __all__ = ["Handler", "Peer", "RemotingClient", "RemotingServer", "split_addr"]
 
@@ -71,20 +71,25 @@ class RemotingServer:
         self.max_frame_length = max_frame_length
         self.max_inflight_per_connection = max_inflight_per_connection
         self.backlog = backlog
-        self._handlers: dict[int, Handler] = {}
-        self._default_handler: Handler | None = None
+        self._routes: dict[int, Route] = {}
+        self._default_route: Route | None = None
         self._disconnect_callbacks: list[DisconnectCallback] = []
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[Connection] = set()
         self._callback_tasks: set[asyncio.Task[Any]] = set()
 
     def register(self, code: int, handler: Handler) -> None:
-        """Serve requests with `code` by `handler` (replaces an earlier one); allowed while running."""
-        self._handlers[int(code)] = handler
+        """Serve requests with `code` by `handler` (replaces an earlier one); allowed while running.
+
+        An `async def` handler runs in its own task per request; a plain
+        function runs inline as the request is read (use it for handlers that
+        never wait: it saves a task and a loop turn per request).
+        """
+        self._routes[int(code)] = Route(handler)
 
     def register_default(self, handler: Handler) -> None:
         """Serve every code that has no handler of its own with `handler`."""
-        self._default_handler = handler
+        self._default_route = Route(handler)
 
     def on_disconnect(self, callback: DisconnectCallback) -> None:
         """Call `callback(peer)` (plain or async) once for each connection that closes."""
@@ -112,8 +117,8 @@ class RemotingServer:
 
     def _new_connection(self) -> Connection:
         conn = Connection(
-            self._handlers,
-            default_handler=self._default_handler,
+            self._routes,
+            default_route=lambda: self._default_route,
             max_frame_length=self.max_frame_length,
             max_inflight=self.max_inflight_per_connection,
             on_lost=self._connection_lost,
@@ -186,15 +191,15 @@ class RemotingClient:
         self.connect_timeout = connect_timeout
         self.max_frame_length = max_frame_length
         self.max_inflight_per_connection = max_inflight_per_connection
-        self._handlers: dict[int, Handler] = {}
+        self._routes: dict[int, Route] = {}
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
         self._async_tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
     def register(self, code: int, handler: Handler) -> None:
-        """Serve requests with `code` that a server sends over our connections."""
-        self._handlers[int(code)] = handler
+        """Serve requests with `code` that a server sends over our connections (async or plain, as for servers)."""
+        self._routes[int(code)] = Route(handler)
 
     async def connect(self, addr: str) -> Peer:
         """The connection to `addr`, opened if needed (`ConnectError` on failure or timeout)."""
@@ -299,7 +304,7 @@ class RemotingClient:
 
     def _new_connection(self) -> Connection:
         return Connection(
-            self._handlers,
+            self._routes,
             max_frame_length=self.max_frame_length,
             max_inflight=self.max_inflight_per_connection,
             on_lost=self._connection_lost,
