@@ -1,0 +1,95 @@
+"""A RocketMQ client that is not ours: ali-ons (pure JavaScript, RocketMQ 4.x remoting) against `orbitmq dev`.
+
+The Node script produces messages with tags and keys, then consumes them back
+with ali-ons' push consumer (clustering mode, offsets kept on the broker).
+Skipped, with the reason, only when node/npm or the package cannot be had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orbitmq.admin.api import AdminClient
+from orbitmq.admin.models import TopicConfig
+from tests.admin.devcluster import DevCluster, start_dev
+
+HERE = Path(__file__).parent
+SCRIPT = HERE / "roundtrip.js"
+COUNT = 40
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
+
+
+def ensure_ali_ons() -> str:
+    """Path of `node`, installing node_modules if needed; skips the test when impossible."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (./run test installs it with npm)")
+    if not (HERE / "node_modules" / "ali-ons" / "package.json").exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed, so ali-ons cannot be installed")
+        proc = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent"],
+            cwd=HERE, capture_output=True, text=True, timeout=120, check=False,
+        )
+        if proc.returncode != 0:
+            pytest.skip(f"npm install of ali-ons failed: {proc.stderr.strip()[-300:]}")
+    return node
+
+
+@pytest.fixture
+def dev(tmp_path: Path) -> Iterator[DevCluster]:
+    cluster = start_dev(tmp_path)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def create_topic(dev: DevCluster, topic: str, queues: int) -> None:
+    async def main() -> None:
+        async with AdminClient([dev.namesrv]) as admin:
+            await admin.create_topic(dev.broker_addr, TopicConfig(topic, queues, queues))
+            for _ in range(100):
+                try:
+                    await admin.topic_route(topic)
+                    return
+                except Exception:  # noqa: BLE001 - the route appears once the broker re-registers
+                    await asyncio.sleep(0.1)
+            raise AssertionError(f"{topic} never appeared in the NameServer's routes")
+
+    asyncio.run(main())
+
+
+def test_ali_ons_produces_and_consumes_every_message_with_body_tags_and_keys(dev: DevCluster) -> None:
+    node = ensure_ali_ons()
+    create_topic(dev, "InteropAliOns", 4)
+    proc = subprocess.run(
+        [node, str(SCRIPT), dev.namesrv, "InteropAliOns", "interop_group", str(COUNT), "40000"],
+        cwd=HERE, capture_output=True, text=True, timeout=75, check=False,
+    )
+    assert proc.stdout.strip(), f"no report from the Node script; stderr:\n{proc.stderr[-3000:]}"
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "fatal" not in report, f"{report}\nstderr:\n{proc.stderr[-3000:]}"
+
+    sent = {m["body"]: m for m in report["sent"]}
+    assert len(sent) == COUNT
+    assert all(m["sendStatus"] == "SEND_OK" for m in sent.values())
+    received = {m["body"]: m for m in report["received"]}
+    missing = sorted(set(sent) - set(received))
+    assert not missing, f"{len(missing)} messages never arrived, e.g. {missing[:3]}; errors: {report['errors'][:5]}"
+    for body, got in received.items():
+        want = sent[body]
+        assert got["tags"] == want["tags"], got
+        assert got["keys"] == want["keys"], got
+        assert got["msgId"] == want["msgId"], got  # ali-ons shows the broker's offset message id
+        assert (got["queueId"], got["queueOffset"]) == (want["queueId"], want["queueOffset"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
