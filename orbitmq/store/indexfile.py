@@ -66,6 +66,14 @@ DEFAULT_INDEX_NUM: Final = 20_000_000
 _INT_MAX = 0x7FFFFFFF
 
 
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return HEADER_SIZE + hash_slot_num * SLOT_SIZE + index_num * ENTRY_SIZE
 
@@ -417,6 +425,7 @@ class IndexService:
             os.path.join(self.directory, name), self.hash_slot_num, self.index_num,
             begin_phy_offset=last.end_phy_offset if last else 0, begin_timestamp=last.end_timestamp if last else 0,
         )
+        _fsync_dir(self.directory)  # once per file: the new name must survive a power loss
         with self._flush_lock:
             if last is not None:
                 self._unflushed.append(last)
