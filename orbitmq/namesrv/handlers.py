@@ -246,8 +246,9 @@ class NamesrvHandlers:
 
     async def put_kv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         h = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        old = self.kv.get(h.namespace, h.key)
         if self.kv.put(h.namespace, h.key, h.value):
-            await self._persist_kv()
+            await self._persist_or_restore(h.namespace, h.key, old)
         return request.response()
 
     async def get_kv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -261,9 +262,22 @@ class NamesrvHandlers:
 
     async def delete_kv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         h = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        old = self.kv.get(h.namespace, h.key)
         if self.kv.delete(h.namespace, h.key):
-            await self._persist_kv()
+            await self._persist_or_restore(h.namespace, h.key, old)
         return request.response()
+
+    async def _persist_or_restore(self, namespace: str, key: str, old: str | None) -> None:
+        """Write the KV file; if that fails, undo the change so the error answer is true."""
+        try:
+            await self._persist_kv()
+        except OSError as exc:
+            if old is None:
+                self.kv.delete(namespace, key)
+            else:
+                self.kv.put(namespace, key, old)
+            log.error("cannot write the KV config file, change undone: %s", exc)
+            raise
 
     async def get_kv_list_by_namespace(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         namespace = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields).namespace

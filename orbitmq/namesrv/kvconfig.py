@@ -96,6 +96,8 @@ class KVConfigFile:
                     data = f.read()
             except FileNotFoundError:
                 continue
+            except OSError as exc:
+                raise ConfigError(f"cannot read kvConfig file {candidate}: {exc.strerror or exc}") from None
             if not data.strip():
                 continue
             try:

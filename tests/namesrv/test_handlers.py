@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import orjson
 import pytest
 
 from orbitmq.common.jsonbody import loads
+from orbitmq.errors import ConfigError
 from orbitmq.namesrv import NameServer, NamesrvConfig
 from orbitmq.namesrv.bodies import encode_compressed_register_body
 from orbitmq.namesrv.routes import DataVersion, TopicConfig
@@ -237,3 +239,46 @@ async def test_closing_the_connection_removes_the_brokers_registered_over_it(nam
             await asyncio.sleep(0.02)
         else:
             pytest.fail("route still present after the broker's connection closed")
+
+
+async def test_a_kv_change_that_cannot_be_saved_is_undone_and_reported(tmp_path: Path) -> None:
+    folder = tmp_path / "kv"
+    config = NamesrvConfig(listen_host="127.0.0.1", listen_port=0, kv_config_path=str(folder / "kv.json"))
+    async with NameServer(config) as ns, RemotingClient() as client:
+        folder.write_text("")  # the KV file's folder is now a regular file, so every write fails
+        host, port = ns.address
+        namesrv = Namesrv(ns, client, f"{host}:{port}")
+        put = await namesrv.call(RequestCode.PUT_KV_CONFIG, {"namespace": "ns", "key": "k", "value": "v"})
+        assert put.code == ResponseCode.SYSTEM_ERROR and put.remark
+        got = await namesrv.call(RequestCode.GET_KV_CONFIG, {"namespace": "ns", "key": "k"})
+        assert got.code == ResponseCode.QUERY_NOT_FOUND
+
+
+async def test_an_unreadable_kv_file_stops_the_start_with_a_config_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    config = NamesrvConfig(listen_host="127.0.0.1", listen_port=0, kv_config_path=str(blocker / "kv.json"))
+    with pytest.raises(ConfigError, match="cannot read kvConfig file"):
+        await NameServer(config).start()
+
+
+async def test_requests_missing_required_headers_get_system_error_naming_the_field(namesrv: Namesrv) -> None:
+    codes = [
+        RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.QUERY_DATA_VERSION,
+        RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_TOPICS_BY_CLUSTER, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+        RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV, RequestCode.PUT_KV_CONFIG,
+        RequestCode.GET_KV_CONFIG, RequestCode.DELETE_KV_CONFIG, RequestCode.GET_KVLIST_BY_NAMESPACE,
+    ]
+    for code in codes:
+        response = await namesrv.call(code, None, b"\x00\xff{]")
+        assert response.code == ResponseCode.SYSTEM_ERROR, code
+        assert re.fullmatch(r"the custom field <\w+> is null", response.remark or ""), response.remark
+
+
+async def test_garbage_bodies_get_system_error_and_the_server_keeps_serving(namesrv: Namesrv) -> None:
+    for garbage in (b"\x00\xff{]", b"[]", b'{"counter":"x","topicConfigSerializeWrapper":7}'):
+        header = broker_header("broker-g", "127.0.0.7:10911")
+        for code in (RequestCode.REGISTER_BROKER, RequestCode.QUERY_DATA_VERSION, RequestCode.UPDATE_NAMESRV_CONFIG):
+            response = await namesrv.call(code, header, garbage)
+            assert response.code == ResponseCode.SYSTEM_ERROR and response.remark, (code, garbage)
+    assert (await namesrv.call(RequestCode.GET_BROKER_CLUSTER_INFO)).code == ResponseCode.SUCCESS
