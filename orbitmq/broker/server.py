@@ -224,7 +224,8 @@ class Broker:
         config = self.live.value
         SendHandlers(
             live=self.live, topics=self.topics, groups=self.groups, store=store,
-            topics_changed=self._topics_changed, stats=self.stats, gate=self.send_gate,
+            topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
+            gate=self.send_gate,
         ).register(registry)
         PullHandler(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,

@@ -59,13 +59,13 @@ async def send_v2(
 async def pull(
     client: RemotingClient, addr: str, topic: str, group: str, offset: int, *, queue_id: int = 0,
     max_nums: int = 32, sys_flag: int = FLAG_SUBSCRIPTION, subscription: str = "*",
-    suspend_ms: int = 0, commit_offset: int = 0, timeout: float = 5.0,
+    suspend_ms: int = 0, commit_offset: int = 0, timeout: float = 5.0, expression_type: str = "TAG",
 ) -> RemotingCommand:
     fields = {
         "consumerGroup": group, "topic": topic, "queueId": str(queue_id), "queueOffset": str(offset),
         "maxMsgNums": str(max_nums), "sysFlag": str(sys_flag), "commitOffset": str(commit_offset),
         "suspendTimeoutMillis": str(suspend_ms), "subscription": subscription, "subVersion": "0",
-        "expressionType": "TAG",
+        "expressionType": expression_type,
     }
     return await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, fields), timeout)
 

@@ -209,6 +209,9 @@ async def test_with_auto_creation_off_unknown_topics_and_groups_are_refused(tmp_
         await create_topic(client, addr, "T")
         p = await pull(client, addr, "T", "UnknownGroup", 0)
         assert p.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST and "UnknownGroup" in (p.remark or "")
+        await create_topic(client, addr, "%RETRY%UnknownGroup")
+        retry = await send_v2(client, addr, "%RETRY%UnknownGroup", b"x")
+        assert retry.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
 
 async def test_consumer_offsets_survive_a_restart(tmp_path: Path, client: RemotingClient) -> None:
@@ -433,3 +436,58 @@ async def test_metadata_files_are_written_in_rocketmq_shapes(tmp_path: Path, cli
     groups = jsonbody.loads((config_dir / "subscriptionGroup.json").read_text())
     assert groups["subscriptionGroupTable"]["CG"]["retryMaxTimes"] == 16
     assert os.path.exists(config_dir / "consumerOffset.json")
+
+
+async def test_a_sql92_subscription_filters_on_message_properties(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    await create_topic(client, addr, "T")
+    for size in ("3", "10", "7"):
+        await send_v2(client, addr, "T", size.encode(), props(size=size))
+    response = await pull(client, addr, "T", "CG", 0, subscription="size > 5", expression_type="SQL92")
+    assert [m.body for m in records(response)] == [b"10", b"7"]
+    broken = await pull(client, addr, "T", "CG", 0, subscription="size >", expression_type="SQL92")
+    assert broken.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+async def test_sends_to_a_retry_topic_go_to_the_dead_letter_queue_when_retries_are_used_up(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+    await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", "CG", "T"))
+    retry = await send_v2(client, addr, "%RETRY%CG", b"again", props(RETRY_TOPIC="T"), j="1", l="3")
+    assert retry.code == ResponseCode.SUCCESS, retry.remark
+    assert [m.body for m in records(await pull(client, addr, "%RETRY%CG", "CG", 0))] == [b"again"]
+    dead = await send_v2(client, addr, "%RETRY%CG", b"dead", props(RETRY_TOPIC="T"), j="3", l="3")
+    assert dead.code == ResponseCode.SUCCESS, dead.remark
+    assert broker.topics.get("%DLQ%CG") is not None
+    dlq = records(await pull(client, addr, "%DLQ%CG", "CG", 0))
+    assert [(m.body, m.reconsume_times) for m in dlq] == [(b"dead", 3)]
+    new_group = await send_v2(client, addr, "%RETRY%NewGroup", b"x")
+    assert new_group.code == ResponseCode.SUCCESS and broker.groups.get("NewGroup") is not None
+
+
+async def test_sends_get_the_stores_refusal_while_the_disk_is_over_the_warning_ratio(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    from orbitmq.store.store import DefaultMessageStore
+
+    usage = {"ratio": 0.5}
+    config = make_config(tmp_path, cleanResourceInterval="50")
+    broker = Broker(config, store_factory=lambda c: DefaultMessageStore(c, disk_usage=lambda path: usage["ratio"]))
+    async with broker as b:
+        assert (await send_v2(client, b.broker_addr, "T", b"ok")).code == ResponseCode.SUCCESS
+        usage["ratio"] = 0.97
+        for _ in range(100):
+            refused = await send_v2(client, b.broker_addr, "T", b"x")
+            if refused.code != ResponseCode.SUCCESS:
+                break
+            await asyncio.sleep(0.05)
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        assert "disk" in (refused.remark or "")
+        usage["ratio"] = 0.5
+        for _ in range(100):
+            again = await send_v2(client, b.broker_addr, "T", b"y")
+            if again.code == ResponseCode.SUCCESS:
+                break
+            await asyncio.sleep(0.05)
+        assert again.code == ResponseCode.SUCCESS

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
 from orbitmq.broker.stats import BrokerStats
-from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.topics import MULTI_TAG, PERM_READ, PERM_WRITE, TopicConfig, TopicTable
 from orbitmq.common import names
 from orbitmq.common import properties as mc
@@ -124,6 +124,7 @@ class SendHandlers:
         groups: SubscriptionGroupTable,
         store: MessageStore,
         topics_changed: Callable[[], None],
+        groups_changed: Callable[[], None] | None = None,
         stats: BrokerStats | None = None,
         gate: SendGate | None = None,
         monotonic: Callable[[], float] = time.monotonic,
@@ -134,6 +135,7 @@ class SendHandlers:
         self.groups = groups
         self.store = store
         self.topics_changed = topics_changed
+        self.groups_changed = groups_changed
         self.gate = gate or SendGate()
         self.monotonic = monotonic
 
@@ -176,7 +178,7 @@ class SendHandlers:
     def _auto_create(self, request: RemotingCommand, topic: str) -> TopicConfig:
         created: TopicConfig | None = None
         if names.is_retry_topic(topic):
-            group = self.groups.get(topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :])
+            group = self._group(topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :])
             if group is not None and group.retry_queue_nums > 0:
                 created = self.topics.ensure(topic, group.retry_queue_nums, PERM_READ | PERM_WRITE)
         else:
@@ -190,6 +192,14 @@ class SendHandlers:
             )
         self.topics_changed()
         return created
+
+    def _group(self, name: str) -> SubscriptionGroupConfig | None:
+        """The group's config, auto-created when the broker allows it."""
+        known = name in self.groups
+        config = self.groups.find_or_create(name)
+        if config is not None and not known and self.groups_changed is not None:
+            self.groups_changed()
+        return config
 
     async def _wait_for_slot(self, started: float) -> None:
         waited_ms = (self.monotonic() - started) * 1000
@@ -267,7 +277,7 @@ class SendHandlers:
     ) -> tuple[str, int]:
         """Sends to %RETRY%<group>: check the group; divert to %DLQ%<group> when retries are used up."""
         group_name = topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :]
-        group = self.groups.get(group_name)
+        group = self._group(group_name)
         if group is None:
             raise RequestError(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
