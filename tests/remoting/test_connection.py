@@ -1,0 +1,191 @@
+"""Connection internals without sockets: write coalescing, inline handlers, timeouts, loss."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.remoting.codec import FrameDecoder, encode
+from orbitmq.remoting.codes import ResponseCode
+from orbitmq.remoting.command import Buffer, RemotingCommand
+from orbitmq.remoting.connection import Connection, Peer, Route
+
+pytestmark = pytest.mark.timeout(10)
+
+
+class RecordingTransport:
+    """Just enough of an asyncio transport to see what a Connection writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[list[Buffer]] = []
+        self.closing = False
+        self.paused_reading = False
+
+    def writelines(self, data: list[Buffer]) -> None:
+        self.writes.append(list(data))
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        self.paused_reading = True
+
+    def resume_reading(self) -> None:
+        self.paused_reading = False
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.closing = True
+
+    def frames(self) -> list[RemotingCommand]:
+        decoder = FrameDecoder()
+        return [cmd for write in self.writes for part in write for cmd in decoder.feed(bytes(part))]
+
+
+def inline_echo(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+    return request.response(body=request.body_bytes())
+
+
+async def async_echo(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+    await asyncio.sleep(0)
+    return request.response(body=request.body_bytes())
+
+
+def connect(routes: dict[int, Route], **kwargs: Any) -> tuple[Connection, RecordingTransport]:
+    conn = Connection(routes, max_frame_length=1 << 20, **kwargs)
+    transport = RecordingTransport()
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    return conn, transport
+
+
+def stream_of(*cmds: RemotingCommand) -> bytes:
+    return b"".join(bytes(part) for cmd in cmds for part in encode(cmd))
+
+
+async def test_inline_handler_answers_of_one_read_leave_in_a_single_write() -> None:
+    conn, transport = connect({1: Route(inline_echo)})
+    requests = [RemotingCommand.request(1, body=bytes([i])) for i in range(10)]
+    conn.data_received(stream_of(*requests))
+    assert len(transport.writes) == 1
+    assert [r.opaque for r in transport.frames()] == [r.opaque for r in requests]
+
+
+async def test_async_handler_answers_finished_in_one_loop_turn_leave_in_a_single_write() -> None:
+    conn, transport = connect({2: Route(async_echo)})
+    requests = [RemotingCommand.request(2, body=bytes([i])) for i in range(10)]
+    conn.data_received(stream_of(*requests))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(transport.writes) == 1
+    assert sorted(r.opaque for r in transport.frames()) == sorted(r.opaque for r in requests)
+
+
+async def test_a_failing_inline_handler_is_answered_system_error() -> None:
+    def broken(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        raise KeyError("no such queue")
+
+    conn, transport = connect({3: Route(broken)})
+    conn.data_received(stream_of(RemotingCommand.request(3)))
+    (response,) = transport.frames()
+    assert response.code == ResponseCode.SYSTEM_ERROR and "no such queue" in (response.remark or "")
+
+
+async def test_a_plain_handler_may_return_an_awaitable_that_is_awaited_in_a_task() -> None:
+    loop = asyncio.get_running_loop()
+    later: asyncio.Future[RemotingCommand] = loop.create_future()
+
+    def deferred(request: RemotingCommand, peer: Peer) -> asyncio.Future[RemotingCommand]:
+        loop.call_soon(later.set_result, request.response(remark="later"))
+        return later
+
+    conn, transport = connect({4: Route(deferred)})
+    conn.data_received(stream_of(RemotingCommand.request(4)))
+    await later
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert [r.remark for r in transport.frames()] == ["later"]
+
+
+async def test_a_default_route_serves_codes_without_their_own_handler() -> None:
+    conn, transport = connect({}, default_route=lambda: Route(inline_echo))
+    conn.data_received(stream_of(RemotingCommand.request(777, body=b"d")))
+    assert [r.body for r in transport.frames()] == [b"d"]
+
+
+async def test_reading_pauses_while_too_many_handlers_run_and_resumes_after() -> None:
+    gate = asyncio.Event()
+
+    async def held(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        await gate.wait()
+        return request.response()
+
+    conn, transport = connect({5: Route(held)}, max_inflight=4)
+    conn.data_received(stream_of(*(RemotingCommand.request(5) for _ in range(4))))
+    assert transport.paused_reading
+    gate.set()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not transport.paused_reading
+    assert len(transport.frames()) == 4
+
+
+async def test_a_request_times_out_no_earlier_than_its_timeout() -> None:
+    conn, _ = connect({})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    fut = conn.invoke_future(RemotingCommand.request(1), 0.05)
+    with pytest.raises(RequestTimeout):
+        await fut
+    assert loop.time() - started >= 0.05
+
+
+async def test_a_response_after_the_timeout_is_dropped() -> None:
+    conn, _ = connect({})
+    request = RemotingCommand.request(1)
+    with pytest.raises(RequestTimeout):
+        await conn.invoke_future(request, 0.01)
+    conn.data_received(stream_of(request.response()))  # late: nobody waits, nothing breaks
+
+
+async def test_resending_a_command_object_gives_it_a_fresh_opaque_while_the_first_is_pending() -> None:
+    conn, _ = connect({})
+    request = RemotingCommand.request(1)
+    first = conn.invoke_future(request, 5.0)
+    first_opaque = request.opaque
+    second = conn.invoke_future(request, 5.0)
+    assert request.opaque != first_opaque
+    await asyncio.sleep(0)
+    conn.data_received(stream_of(RemotingCommand(0, opaque=first_opaque, flag=1)))
+    assert (await first).opaque == first_opaque and not second.done()
+    conn.connection_lost(None)
+    with pytest.raises(ConnectError):
+        await second
+
+
+async def test_handler_tasks_are_cancelled_when_the_connection_is_lost() -> None:
+    cancelled = asyncio.Event()
+
+    async def forever(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return request.response()
+
+    conn, transport = connect({6: Route(forever)})
+    conn.data_received(stream_of(RemotingCommand.request(6)))
+    await asyncio.sleep(0)
+    conn.connection_lost(None)
+    await asyncio.wait_for(cancelled.wait(), 2.0)
+    assert transport.frames() == []
+    with pytest.raises(ConnectError):
+        conn.send(RemotingCommand.request(1))
