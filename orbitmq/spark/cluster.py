@@ -168,11 +168,12 @@ class Cluster:
         return int((resp.ext_fields or {})["offset"])
 
     def min_offset(self, q: QueueRef) -> int:
-        return self._offset_call(RequestCode.GET_MIN_OFFSET, q)
+        # A broker may answer -1 for a queue it has never written; offsets start at 0.
+        return max(0, self._offset_call(RequestCode.GET_MIN_OFFSET, q))
 
     def max_offset(self, q: QueueRef) -> int:
         """The next offset the queue will write (one past its last message)."""
-        return self._offset_call(RequestCode.GET_MAX_OFFSET, q)
+        return max(0, self._offset_call(RequestCode.GET_MAX_OFFSET, q))
 
     def search_offset(self, q: QueueRef, timestamp_ms: int) -> int:
         """The broker's nearest offset to a store time (a hint; see positions.first_offset_at)."""

@@ -31,6 +31,9 @@ SOURCE_KEYS = (
 )
 SINK_KEYS = ("topic", "producerGroup", "batchSize", "sendTimeoutMs", "sendRetries")
 
+#: Options Spark itself puts among a source's or sink's options (lower-cased).
+_SPARK_KEYS = frozenset(("checkpointlocation", "path"))
+
 #: Default group name for pull requests; the broker needs one but the source
 #: keeps no state in it (positions live in Spark's checkpoint).
 DEFAULT_PULL_GROUP = "ORBITMQ_SPARK_READER"
@@ -97,7 +100,7 @@ class _Opts:
     """A case-insensitive view over the raw options that remembers what was used."""
 
     def __init__(self, raw: Mapping[str, str], allowed: tuple[str, ...]) -> None:
-        self._raw = {k.lower(): v for k, v in raw.items()}
+        self._raw = {k.lower(): v for k, v in raw.items() if k.lower() not in _SPARK_KEYS}
         self._names = {k.lower(): k for k in allowed}
         unknown = sorted(k for k in self._raw if k not in self._names)
         if unknown:

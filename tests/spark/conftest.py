@@ -16,6 +16,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,30 +114,43 @@ class DevCluster:
         return name
 
 
-def dev_addresses(server: ServerProcess) -> tuple[str, str]:
-    """(NameServer address, broker address) from `orbitmq dev`'s readiness lines."""
+def _announced(server: ServerProcess) -> dict[str, str]:
     found: dict[str, str] = {}
-    for line in server.output:
+    for line in list(server.output):
         m = re.match(r"(namesrv|broker \S+) listening on (\S+)$", line.strip())
         if m:
             found[m.group(1).split()[0]] = m.group(2)
-    if set(found) != {"namesrv", "broker"}:
-        raise RuntimeError("orbitmq dev did not announce both listeners:\n" + "".join(server.output))
-    return found["namesrv"], found["broker"]
+    return found
+
+
+def start_dev(store: Path) -> tuple[ServerProcess, str, str]:
+    """Start `orbitmq dev`; returns (process, NameServer address, broker address) once both listen.
+
+    The log on stderr also says "listening on", so the stdout readiness lines
+    are picked out by their exact form rather than counted.
+    """
+    server = start_server(
+        orbitmq_command("dev", "--store", str(store), "--namesrv-port", "0", "--broker-port", "0",
+                        "--host", "127.0.0.1"),
+        listeners=1,
+        timeout=60,
+    )
+    try:
+        eventually(lambda: len(_announced(server)) == 2 or server.popen.poll() is not None, timeout=60)
+        found = _announced(server)
+        if len(found) != 2:
+            raise RuntimeError("orbitmq dev did not announce both listeners:\n" + "".join(server.output))
+    except BaseException:
+        server.stop()
+        raise
+    return server, found["namesrv"], found["broker"]
 
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     pytest.importorskip("orbitmq.broker.cli", reason="the broker's `orbitmq dev` command is not in this tree")
-    store = tmp_path_factory.mktemp("orbitmq-dev")
-    server = start_server(
-        orbitmq_command("dev", "--store", str(store), "--namesrv-port", "0", "--broker-port", "0",
-                        "--host", "127.0.0.1"),
-        listeners=2,
-        timeout=60,
-    )
+    server, namesrv, broker = start_dev(tmp_path_factory.mktemp("orbitmq-dev"))
     try:
-        namesrv, broker = dev_addresses(server)
         yield DevCluster(server, namesrv, broker)
     finally:
         server.stop()
