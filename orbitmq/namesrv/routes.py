@@ -153,6 +153,11 @@ class RouteTable:
         its DataVersion differs from the last one seen, as RocketMQ does; slaves
         (brokerId != 0) never change topic routes.
         """
+        # An address serves one broker: if it was registered under another name
+        # (a broker restarted with a new brokerName), that entry is stale.
+        for name, other in list(self._brokers.items()):
+            if name != reg.broker_name and reg.broker_addr in other.broker_addrs.values():
+                self._drop_addr(name, reg.broker_addr)
         self._clusters.setdefault(reg.cluster_name, set()).add(reg.broker_name)
         broker = self._brokers.get(reg.broker_name)
         first = broker is None
@@ -163,8 +168,12 @@ class RouteTable:
         # id 0 from the same address, and its old id must go.
         for old_id in [i for i, a in broker.broker_addrs.items() if a == reg.broker_addr and i != reg.broker_id]:
             del broker.broker_addrs[old_id]
-        first = first or reg.broker_id not in broker.broker_addrs
+        replaced = broker.broker_addrs.get(reg.broker_id)
+        first = first or replaced is None
         broker.broker_addrs[reg.broker_id] = reg.broker_addr
+        if replaced is not None and replaced != reg.broker_addr:
+            # Another address took over this id (a master moved); the old one is no broker now.
+            self._live.pop(replaced, None)
 
         if (
             reg.topic_configs is not None
@@ -195,20 +204,15 @@ class RouteTable:
         )
 
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
-        """Forget one broker id; when it was the name's last id, the name and its topics go too."""
+        """Forget one broker; when it was the name's last address, the name and its topics go too.
+
+        The broker is found by address: RocketMQ goes by id, which removes the
+        wrong broker when a confused request pairs one broker's id with
+        another's address. For consistent requests both agree.
+        """
         self._live.pop(broker_addr, None)
-        broker = self._brokers.get(broker_name)
-        if broker is None:
-            return
-        broker.broker_addrs.pop(broker_id, None)
-        if not broker.broker_addrs:
-            del self._brokers[broker_name]
-            names = self._clusters.get(cluster_name)
-            if names is not None:
-                names.discard(broker_name)
-                if not names:
-                    del self._clusters[cluster_name]
-            self._remove_topics_of(broker_name)
+        if broker_name in self._brokers:
+            self._drop_addr(broker_name, broker_addr)
 
     def is_data_version_changed(self, broker_addr: str, version: DataVersion) -> bool:
         live = self._live.get(broker_addr)
@@ -255,20 +259,22 @@ class RouteTable:
 
     def _remove_broker_addr(self, broker_addr: str) -> None:
         self._live.pop(broker_addr, None)
-        for name, broker in list(self._brokers.items()):
-            ids = [i for i, a in broker.broker_addrs.items() if a == broker_addr]
-            if not ids:
-                continue
-            for i in ids:
-                del broker.broker_addrs[i]
-            if broker.broker_addrs:
-                continue
-            del self._brokers[name]
-            for cluster, names in list(self._clusters.items()):
-                names.discard(name)
-                if not names:
-                    del self._clusters[cluster]
-            self._remove_topics_of(name)
+        for name in list(self._brokers):
+            self._drop_addr(name, broker_addr)
+
+    def _drop_addr(self, broker_name: str, broker_addr: str) -> None:
+        """Remove an address from one broker name; the name, its clusters and topics go when it was the last."""
+        broker = self._brokers[broker_name]
+        for i in [i for i, a in broker.broker_addrs.items() if a == broker_addr]:
+            del broker.broker_addrs[i]
+        if broker.broker_addrs:
+            return
+        del self._brokers[broker_name]
+        for cluster, names in list(self._clusters.items()):
+            names.discard(broker_name)
+            if not names:
+                del self._clusters[cluster]
+        self._remove_topics_of(broker_name)
 
     def _remove_topics_of(self, broker_name: str) -> None:
         for topic, queues in list(self._topics.items()):

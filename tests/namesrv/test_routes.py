@@ -252,3 +252,22 @@ def test_registration_without_a_body_registers_the_broker_without_topics() -> No
     assert table.all_topics() == []
     assert table.cluster_info().cluster_addr_table == {"C": ["b"]}
     assert table.data_version_of("10.0.0.1:10911") == DataVersion(0, 0)
+
+
+def test_an_address_registered_under_a_new_broker_name_leaves_the_old_name() -> None:
+    table = RouteTable(clock=FakeClock())
+    table.register_broker(master(name="old-name"))
+    table.register_broker(master(name="new-name", topics={"U": TopicConfig("U")}))
+    info = table.cluster_info()
+    assert set(info.broker_addr_table) == {"new-name"}
+    assert table.pick_route("T") is None
+    assert table.pick_route("U") is not None
+
+
+def test_a_master_moving_to_a_new_address_retires_the_old_one() -> None:
+    table = RouteTable(clock=FakeClock())
+    table.register_broker(master(addr="10.0.0.1:10911"))
+    table.register_broker(master(addr="10.0.0.9:10911"))
+    assert table.live_info("10.0.0.1:10911") is None
+    route = table.pick_route("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: "10.0.0.9:10911"}
