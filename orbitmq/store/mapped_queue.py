@@ -12,11 +12,13 @@ thread only builds a `MappedFile` and hands it back through a future.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import os
-from collections.abc import Callable
 
 from orbitmq.errors import StoreError
 from orbitmq.store.mapped_file import MappedFile, offset_from_name
+
+log = logging.getLogger(__name__)
 
 
 class MappedFileQueue:
@@ -37,6 +39,8 @@ class MappedFileQueue:
         #: Where next files are built ahead of need (None: build on demand only).
         self._allocator = allocator
         self._next: tuple[int, concurrent.futures.Future[MappedFile]] | None = None
+        #: Start of the first file `load` found cut short and repaired (None: none was).
+        self.repaired_from: int | None = None
 
     # --- loading -------------------------------------------------------------
 
@@ -50,6 +54,15 @@ class MappedFileQueue:
                 # A file whose creation was cut short by a crash holds nothing yet.
                 os.unlink(path)
                 continue
+            size = os.path.getsize(path)
+            if size < self.file_size:
+                # Cut short (a crash while creating it, or a damaged disk): grow it back;
+                # the missing part reads as zeros and recovery ends the log there.
+                log.warning("%s is %d bytes, expected %d: extending it with zeros", path, size, self.file_size)
+                with open(path, "r+b") as f:
+                    f.truncate(self.file_size)
+                if self.repaired_from is None:
+                    self.repaired_from = offset_from_name(name)
             mf = MappedFile.open_existing(path, self.file_size)
             if self.files and mf.file_from_offset != self.files[-1].file_from_offset + self.file_size:
                 raise StoreError(f"{path} does not follow {self.files[-1].path}: a file is missing")
@@ -204,6 +217,3 @@ class MappedFileQueue:
         for mf in self.files:
             mf.close()
 
-    def each(self, fn: Callable[[MappedFile], None]) -> None:
-        for mf in list(self.files):
-            fn(mf)

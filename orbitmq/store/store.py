@@ -154,15 +154,19 @@ class DefaultMessageStore:
     def _load_and_recover(self) -> None:
         """Blocking: map files, recover, then create the abort marker."""
         config = self.config
-        crashed = os.path.exists(config.abort_path)
-        self.recovered_from_crash = crashed
         self.checkpoint = StoreCheckpoint(config.checkpoint_path)
         self.commitlog.log.load()
+        # A file found cut short means the last stop was not clean, marker or not.
+        repaired_from = self.commitlog.log.repaired_from
+        crashed = os.path.exists(config.abort_path) or repaired_from is not None
+        self.recovered_from_crash = crashed
         self.queues.load()
         if self.index is not None:
             self.index.load()
         if crashed:
             start = crash_scan_start(self.commitlog, self.checkpoint)
+            if repaired_from is not None:
+                start = min(start, repaired_from)
             if self.index is not None:
                 # Index entries from the scan start on are rebuilt by the re-dispatch.
                 self.index.truncate_from(start)
