@@ -1,9 +1,9 @@
 """End-to-end benchmark: `orbitmq dev` in one process, producers and consumers in others.
 
-    python -m bench.e2e [--quick] [--seconds S] [--backlog N]
+    python -m bench.e2e [--quick] [--seconds S] [--backlog N] [--only LIST] [--flush async|sync]
 
-Workloads (1 KiB bodies, 8-queue topic, SYNC acknowledgements as the broker is
-configured by `orbitmq dev`):
+Workloads (1 KiB bodies, 8-queue topic, every send acknowledged; the broker
+flushes as `--flush` says: ASYNC_FLUSH, the dev default, or SYNC_FLUSH):
 
 * sync       one process, one send in flight
 * async64    one process, 64 sends in flight (pipelined)
@@ -251,6 +251,15 @@ def worker_main(argv: list[str]) -> None:
 
 # --- the driver ----------------------------------------------------------------------------
 
+#: name -> (title, producer processes, mode, requests in flight per process)
+SEND_WORKLOADS = {
+    "sync": ("sync send, 1 in flight", 1, "single", 1),
+    "async64": ("async send, 64 in flight", 1, "single", 64),
+    "batch32": ("batches of 32, 4 in flight", 1, "batch", 4),
+    "procs4": ("4 producer procs x 64 in flight", 4, "single", 64),
+}
+WORKLOADS = [*SEND_WORKLOADS, "drain", "latency"]
+
 
 @dataclass
 class Row:
@@ -318,7 +327,14 @@ def main() -> None:
     p.add_argument("--backlog", type=int, default=200_000, help="messages to drain")
     p.add_argument("--latency-seconds", type=float, default=10.0)
     p.add_argument("--quick", action="store_true", help="short run (2 s workloads, 20k backlog)")
+    p.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    p.add_argument("--flush", choices=["async", "sync"], default="async",
+                   help="broker flushDiskType: ASYNC_FLUSH (the dev default) or SYNC_FLUSH (fsync before the ack)")
     a = p.parse_args()
+    chosen = [w.strip() for w in a.only.split(",") if w.strip()]
+    unknown = set(chosen) - set(WORKLOADS)
+    if unknown:
+        p.error(f"unknown workloads: {', '.join(sorted(unknown))}")
     if a.quick:
         a.seconds, a.backlog, a.latency_seconds = 2.0, 20_000, 3.0
 
@@ -327,7 +343,10 @@ def main() -> None:
     from tests.support.procs import orbitmq_command, start_server
 
     with tempfile.TemporaryDirectory(prefix="orbitmq-bench-") as tmp:
-        server = start_server(orbitmq_command("dev", *dev_flags(tmp)), listeners=2, cwd=tmp)
+        conf = os.path.join(tmp, "broker.conf")
+        with open(conf, "w") as f:
+            f.write(f"flushDiskType={a.flush.upper()}_FLUSH\n")
+        server = start_server(orbitmq_command("dev", *dev_flags(tmp), "-c", conf), listeners=2, cwd=tmp)
         try:
             namesrv, broker_addr = server_addresses(server.output)
 
@@ -337,15 +356,19 @@ def main() -> None:
 
             asyncio.run(setup())
             pid = server.pid
-            rows = [
-                produce_row("sync send, 1 in flight", pid, broker_addr, 1, "single", 1, a.seconds),
-                produce_row("async send, 64 in flight", pid, broker_addr, 1, "single", 64, a.seconds),
-                produce_row("batches of 32, 4 in flight", pid, broker_addr, 1, "batch", 4, a.seconds),
-                produce_row("4 producer procs x 64 in flight", pid, broker_addr, 4, "single", 64, a.seconds),
-            ]
-            rows.append(drain_row(pid, namesrv, broker_addr, a.backlog))
-            latency_row, percentiles = run_latency(pid, broker_addr, a.latency_seconds)
-            rows.append(latency_row)
+            rows: list[Row] = []
+            percentiles: dict[str, float] = {}
+            for name in chosen:
+                if name in SEND_WORKLOADS:
+                    title, procs, mode, depth = SEND_WORKLOADS[name]
+                    rows.append(produce_row(title, pid, broker_addr, procs, mode, depth, a.seconds))
+                elif name == "drain":
+                    rows.append(drain_row(pid, namesrv, broker_addr, a.backlog))
+                elif name == "latency":
+                    latency_row, percentiles = run_latency(pid, broker_addr, a.latency_seconds)
+                    rows.append(latency_row)
+            print(f"flushDiskType={a.flush.upper()}_FLUSH, {BODY_SIZE}-byte bodies, {QUEUES} queues, "
+                  f"load average before: {os.getloadavg()[0]:.2f}")
             print_report(rows, percentiles)
         finally:
             server.stop()
@@ -421,10 +444,8 @@ def print_report(rows: list[Row], percentiles: dict[str, float]) -> None:
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     for t in table:
         print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
-    print(
-        "latency at 2,000 msg/s (ms): "
-        + ", ".join(f"{k} {v:.2f}" for k, v in percentiles.items())
-    )
+    if percentiles:
+        print("latency at 2,000 msg/s (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in percentiles.items()))
 
 
 if __name__ == "__main__":
