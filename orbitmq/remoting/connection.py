@@ -69,7 +69,9 @@ class Peer:
 
     @property
     def addr(self) -> str:
-        """`"ip:port"` of the other end, as RocketMQ writes addresses."""
+        """`"ip:port"` of the other end, as RocketMQ writes addresses (`"[v6addr]:port"` for IPv6)."""
+        if ":" in self.host:
+            return f"[{self.host}]:{self.port}"
         return f"{self.host}:{self.port}"
 
     @property

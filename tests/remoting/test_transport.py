@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import socket
 import struct
@@ -282,3 +283,82 @@ async def test_random_and_truncated_frames_never_take_the_server_down(server: Re
     writer.writelines(encode(ping))
     assert (await read_one(reader)).body == b"alive"
     writer.close()
+
+
+async def test_a_connect_that_hangs_raises_connect_error_after_the_connect_timeout() -> None:
+    # A listener whose accept queue is full drops further connection attempts, so connect hangs.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(3):
+            filler = socket.socket()
+            filler.setblocking(False)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            fillers.append(filler)
+        try:
+            async with RemotingClient(connect_timeout=0.3) as client:
+                with pytest.raises(ConnectError, match="timed out"):
+                    await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO), timeout=5.0)
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+async def test_closing_the_server_cancels_running_handlers_and_fails_pending_requests(
+    client: RemotingClient,
+) -> None:
+    cancelled = asyncio.Event()
+
+    async def held(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cancelled.set()
+        return request.response()
+
+    srv = RemotingServer()
+    srv.register(SLOW, held)
+    await srv.start()
+    pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW), 30.0)
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(srv.close(), 5.0)
+    assert cancelled.is_set()
+    with pytest.raises(ConnectError):
+        await asyncio.wait_for(pending, 3.0)
+
+
+async def test_a_response_above_the_clients_frame_limit_drops_that_connection(server: RemotingServer) -> None:
+    async with RemotingClient(max_frame_length=1024) as small:
+        with pytest.raises(ConnectError):
+            await small.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"x" * 4096), timeout=3.0)
+        ok = await small.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"fits"), timeout=3.0)
+        assert ok.body == b"fits"
+
+
+async def test_a_oneway_request_from_the_server_reaches_the_client_handler_and_is_not_answered(
+    server: RemotingServer, client: RemotingClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="orbitmq.remoting")
+    received: asyncio.Queue[RemotingCommand] = asyncio.Queue()
+
+    def notify(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        received.put_nowait(request)
+        return request.response()  # must not be sent: the request is oneway
+
+    client.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, notify)
+    await client.invoke(addr_of(server), RemotingCommand.request(ECHO), 3.0)
+    (peer,) = server.peers
+    await peer.invoke_oneway(
+        RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "CG"})
+    )
+    got = await asyncio.wait_for(received.get(), 3.0)
+    assert got.is_oneway and got.field("consumerGroup") == "CG"
+    # An answer would travel ahead of this request on the same connection and reach the
+    # server as a response matching no pending request.
+    assert (await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"z"), 3.0)).body == b"z"
+    assert not [r for r in caplog.records if "matches no pending request" in r.getMessage()]
