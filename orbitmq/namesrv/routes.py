@@ -160,7 +160,6 @@ class RouteTable:
                 self._drop_addr(name, reg.broker_addr)
         self._clusters.setdefault(reg.cluster_name, set()).add(reg.broker_name)
         broker = self._brokers.get(reg.broker_name)
-        first = broker is None
         if broker is None:
             broker = BrokerData(reg.cluster_name, reg.broker_name, {})
             self._brokers[reg.broker_name] = broker
@@ -169,7 +168,7 @@ class RouteTable:
         for old_id in [i for i, a in broker.broker_addrs.items() if a == reg.broker_addr and i != reg.broker_id]:
             del broker.broker_addrs[old_id]
         replaced = broker.broker_addrs.get(reg.broker_id)
-        first = first or replaced is None
+        first = replaced is None  # this id's first registration (RocketMQ's registerFirst)
         broker.broker_addrs[reg.broker_id] = reg.broker_addr
         if replaced is not None and replaced != reg.broker_addr:
             # Another address took over this id (a master moved); the old one is no broker now.
