@@ -83,9 +83,9 @@ class Message:
 
     @property
     def wait_store_msg_ok(self) -> bool:
-        """True unless WAIT is explicitly "false" (absent means true, as in Java)."""
+        """Absent means true; otherwise Java's `Boolean.parseBoolean` (only "true", any case, is true)."""
         raw = self.properties.get(mc.WAIT_STORE_MSG_OK)
-        return raw is None or raw == "true"
+        return raw is None or raw.lower() == "true"
 
     @wait_store_msg_ok.setter
     def wait_store_msg_ok(self, value: bool) -> None:

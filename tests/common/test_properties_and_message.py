@@ -77,6 +77,9 @@ def test_message_delivery_options_default_like_java() -> None:
     assert m.properties == {"WAIT": "false", "DELAY": "3", "TAGS": "TagA"}
     m.delay_time_level = 0
     assert "DELAY" not in m.properties
+    for raw, expected in [("TRUE", True), ("yes", False), ("", False)]:
+        m.properties["WAIT"] = raw
+        assert m.wait_store_msg_ok is expected
 
 
 def test_user_properties_refuse_reserved_names_and_separators() -> None:
