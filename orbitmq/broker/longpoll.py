@@ -27,6 +27,8 @@ class PullWaiters:
 
     def __init__(self) -> None:
         self._waiting: dict[tuple[str, int], list[_Waiter]] = {}
+        #: Set at shutdown: waiting pulls are woken and new ones do not wait.
+        self.closed = False
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._waiting.values())
@@ -36,7 +38,7 @@ class PullWaiters:
 
         Returns True when woken by a dispatch, False when the time ran out.
         """
-        if timeout_s <= 0:
+        if timeout_s <= 0 or self.closed:
             return False
         key = (topic, queue_id)
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -66,7 +68,8 @@ class PullWaiters:
                 waiter.future.set_result(True)
 
     def wake_all(self) -> None:
-        """Wake every waiter (shutdown): each re-reads and answers once."""
+        """Wake every waiter and stop waiting from now on (shutdown): each pull re-reads and answers."""
+        self.closed = True
         for waiters in self._waiting.values():
             for waiter in waiters:
                 if not waiter.future.done():

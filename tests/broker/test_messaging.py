@@ -491,3 +491,21 @@ async def test_sends_get_the_stores_refusal_while_the_disk_is_over_the_warning_r
                 break
             await asyncio.sleep(0.05)
         assert again.code == ResponseCode.SUCCESS
+
+
+async def test_a_clean_shutdown_answers_waiting_long_polls_instead_of_dropping_them(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    b = Broker(make_config(tmp_path))
+    await b.start()
+    try:
+        await create_topic(client, b.broker_addr, "T")
+        waiting = asyncio.ensure_future(
+            pull(client, b.broker_addr, "T", "CG", 0, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND,
+                 suspend_ms=30_000, timeout=40)
+        )
+        await asyncio.sleep(0.2)
+    finally:
+        await asyncio.wait_for(b.close(), 10)
+    response = await asyncio.wait_for(waiting, 5)
+    assert response.code == ResponseCode.PULL_NOT_FOUND

@@ -186,3 +186,12 @@ async def test_a_waiting_pull_returns_false_when_its_time_runs_out() -> None:
     waiters = PullWaiters()
     assert await waiters.wait("T", 0, 0, timeout_s=0.01) is False
     assert len(waiters) == 0
+
+
+async def test_after_shutdown_began_pulls_no_longer_wait() -> None:
+    waiters = PullWaiters()
+    task = asyncio.create_task(waiters.wait("T", 0, 0, timeout_s=30))
+    await asyncio.sleep(0)
+    waiters.wake_all()
+    assert await asyncio.wait_for(task, 1) is True
+    assert await asyncio.wait_for(waiters.wait("T", 0, 0, timeout_s=30), 1) is False
