@@ -200,3 +200,27 @@ def test_records_round_trip(topic, body, props, ints, longs, born, store, sys_fl
 def test_batches_round_trip(items) -> None:  # type: ignore[no-untyped-def]
     msgs = [Message(topic="T", body=b, properties=p, flag=f) for b, p, f in items]
     assert decode_batch(encode_batch(msgs), topic="T") == msgs
+
+
+def test_batch_items_are_views_into_the_body_without_copies() -> None:
+    body = bytearray(BATCH_ITEM * 3)
+    items = list(iter_batch_items(body))
+    assert len(items) == 3
+    body[20] = ord("H")  # the first item's body starts right after its 20-byte head
+    assert bytes(items[0].body) == b"Hi" and bytes(items[1].body) == b"hi"
+    assert bytes(items[2].properties) == b"WAIT\x01true\x02TAGS\x01A"
+
+
+def test_decoding_without_body_keeps_every_other_field() -> None:
+    m = decode_record(ANNOTATED, with_body=False)
+    assert m.body == b"" and m.properties == {"TAGS": "TagA"} and m.store_size == 106 and m.body_crc == 907060870
+
+
+def test_v2_records_with_a_two_byte_topic_length_are_read() -> None:
+    v1 = bytearray(ANNOTATED)
+    # v2: same fields, magic 0xDAA320AB, topic length as a short (one byte longer)
+    v2 = v1[:4] + bytes.fromhex("daa320ab") + v1[8:93] + b"\x00\x01" + v1[94:]
+    v2[0:4] = (len(v2)).to_bytes(4, "big")
+    assert check_record(bytes(v2), check_crc=True) == 107
+    m = decode_record(bytes(v2))
+    assert (m.topic, m.body, m.properties) == ("T", b"hello", {"TAGS": "TagA"})
