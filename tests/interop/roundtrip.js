@@ -1,21 +1,42 @@
 'use strict';
-// Produce N messages with ali-ons (a pure-JavaScript RocketMQ 4.x client) and
+// Produce messages with ali-ons (a pure-JavaScript RocketMQ 4.x client) and
 // consume them back with its push consumer, through whatever NameServer is
 // given. Prints one JSON document on stdout:
 //   {"sent": [{msgId, queueId, queueOffset, tags, keys, body}], "received": [...], "errors": [...]}
-// and exits 0 when every sent body was received, 1 otherwise.
+// and exits 0 when the consumer received `--expect` distinct bodies, 1 otherwise.
 //
-// usage: node roundtrip.js NAMESRV_ADDR TOPIC GROUP COUNT [TIMEOUT_MS]
+// usage: node roundtrip.js --namesrv HOST:PORT --topic T --group G
+//            [--produce N] [--expect M] [--subscribe EXPR] [--timeout MS]
+// Message i has tag TagEven or TagOdd and keys "key-i batch-<i/10>".
 
 const { Producer, Consumer, Message } = require('ali-ons');
 
-const [namesrv, topic, group, countText, timeoutText] = process.argv.slice(2);
-if (!namesrv || !topic || !group || !countText) {
-  console.error('usage: node roundtrip.js NAMESRV_ADDR TOPIC GROUP COUNT [TIMEOUT_MS]');
+function parseArgs(argv) {
+  const opts = { produce: '0', expect: '0', subscribe: '*', timeout: '40000' };
+  for (let i = 0; i < argv.length; i += 2) {
+    if (!argv[i].startsWith('--') || argv[i + 1] === undefined) {
+      throw new Error(`bad argument ${argv[i]}`);
+    }
+    opts[argv[i].slice(2)] = argv[i + 1];
+  }
+  for (const required of [ 'namesrv', 'topic', 'group' ]) {
+    if (!opts[required]) throw new Error(`--${required} is required`);
+  }
+  return opts;
+}
+
+let opts;
+try {
+  opts = parseArgs(process.argv.slice(2));
+} catch (err) {
+  console.error(`${err.message}\nusage: node roundtrip.js --namesrv HOST:PORT --topic T --group G ` +
+    '[--produce N] [--expect M] [--subscribe EXPR] [--timeout MS]');
   process.exit(2);
 }
-const count = Number(countText);
-const timeoutMs = Number(timeoutText || 40000);
+const { namesrv, topic, group, subscribe } = opts;
+const produceCount = Number(opts.produce);
+const count = Number(opts.expect);
+const timeoutMs = Number(opts.timeout);
 
 // ali-ons asserts that an HTTP client is given even when the NameServer
 // address is fixed; this one is never called because nameSrv is set.
@@ -54,7 +75,7 @@ async function main() {
   const producer = new Producer(Object.assign({ producerGroup: `${group}_P` }, common));
   producer.on('error', err => errors.push(`producer: ${err.message}`));
   await producer.ready();
-  for (let i = 0; i < count; i++) {
+  for (let i = 0; i < produceCount; i++) {
     const msg = new Message(topic, tagFor(i), `interop body ${i} ✓`);
     msg.keys = keysFor(i);
     const result = await producer.send(msg);
@@ -69,51 +90,59 @@ async function main() {
     });
   }
 
-  const consumer = new Consumer(Object.assign({
-    consumerGroup: group,
-    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
-  }, common));
-  consumer.on('error', err => errors.push(`consumer: ${err.message}`));
+  let consumer = null;
+  if (count > 0) {
+    consumer = new Consumer(Object.assign({
+      consumerGroup: group,
+      consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
+    }, common));
+    consumer.on('error', err => errors.push(`consumer: ${err.message}`));
 
-  let finish;
-  const allReceived = new Promise(resolve => { finish = resolve; });
-  consumer.subscribe(topic, '*', async msg => {
-    const body = msg.body ? msg.body.toString('utf8') : '';
-    received.set(body, {
-      msgId: msg.msgId,
-      queueId: msg.queueId,
-      queueOffset: msg.queueOffset,
-      tags: msg.tags,
-      keys: msg.keys,
-      body,
-      reconsumeTimes: msg.reconsumeTimes,
+    let finish;
+    const allReceived = new Promise(resolve => { finish = resolve; });
+    consumer.subscribe(topic, subscribe, async msg => {
+      const body = msg.body ? msg.body.toString('utf8') : '';
+      received.set(body, {
+        msgId: msg.msgId,
+        queueId: msg.queueId,
+        queueOffset: msg.queueOffset,
+        tags: msg.tags,
+        keys: msg.keys,
+        body,
+        reconsumeTimes: msg.reconsumeTimes,
+      });
+      if (received.size >= count) {
+        finish();
+      }
     });
-    if (received.size >= count) {
-      finish();
-    }
-  });
-  await consumer.ready();
+    await consumer.ready();
 
-  let timer;
-  const timedOut = new Promise(resolve => { timer = setTimeout(resolve, timeoutMs); });
-  await Promise.race([ allReceived, timedOut ]);
-  clearTimeout(timer);
+    let timer;
+    const timedOut = new Promise(resolve => { timer = setTimeout(resolve, timeoutMs); });
+    await Promise.race([ allReceived, timedOut ]);
+    clearTimeout(timer);
+    // Let the consume loop record the offsets of the last messages before closing persists them.
+    await new Promise(resolve => setTimeout(resolve, 300));
+  }
 
-  const report = { sent, received: Array.from(received.values()), errors };
-  process.stdout.write(JSON.stringify(report) + '\n');
   try {
-    await consumer.close();
+    // Closing persists the consumer's offsets to the broker (UPDATE_CONSUMER_OFFSET).
+    if (consumer) await consumer.close();
     await producer.close();
   } catch (err) {
     errors.push(`close: ${err.message}`);
   }
-  return received.size >= count ? 0 : 1;
+  const report = { sent, received: Array.from(received.values()), errors };
+  return { code: received.size >= count ? 0 : 1, report };
+}
+
+// Exit only once the report is flushed: stdout to a pipe is asynchronous in Node,
+// and process.exit() would cut a large report short.
+function finishWith(code, report) {
+  process.stdout.write(JSON.stringify(report) + '\n', () => process.exit(code));
 }
 
 main().then(
-  code => process.exit(code),
-  err => {
-    process.stdout.write(JSON.stringify({ fatal: `${err.name}: ${err.message}`, code: err.code, errors }) + '\n');
-    process.exit(1);
-  }
+  ({ code, report }) => finishWith(code, report),
+  err => finishWith(1, { fatal: `${err.name}: ${err.message}`, code: err.code, errors })
 );
