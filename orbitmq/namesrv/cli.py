@@ -95,9 +95,19 @@ async def serve(config: NamesrvConfig) -> None:
         await ns.close()
 
 
+_EPILOG = """\b
+Config file keys (RocketMQ's names; durations in ms):
+  listenHost, listenPort, kvConfigPath, orderMessageEnable,
+  scanNotActiveBrokerInterval (10000), brokerChannelExpiredTime (120000),
+  maxFrameLength, rocketmqHome, productEnvName, clusterTest.
+RocketMQ's Netty tuning keys (serverWorkerThreads, ...) are accepted and ignored;
+any other key is an error."""
+
+
 @click.command(
     "namesrv",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=_EPILOG,
 )
 @click.option(
     "-c", "--config-file", "config_file", metavar="FILE",

@@ -128,6 +128,9 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
 }
 _KEY_OF_FIELD: dict[str, str] = {name: key for key, (name, _) in _KEYS.items()}
 
+#: Every key that sets something.
+KNOWN_KEYS = frozenset(_KEYS)
+
 #: Keys that bind sockets or open files at start-up.
 STARTUP_ONLY_KEYS = frozenset({"listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "rocketmqHome"})
 

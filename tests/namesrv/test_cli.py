@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from orbitmq.namesrv.cli import parse_listen
+from orbitmq.namesrv.config import KNOWN_KEYS
 from tests.support.procs import orbitmq_command, start_server
 
 pytestmark = pytest.mark.timeout(60)
@@ -24,6 +25,12 @@ def test_help_lists_the_options() -> None:
     assert result.returncode == 0
     for option in ("-c, --config-file", "--listen HOST:PORT", "--kv-config-path", "--print-config"):
         assert option in result.stdout
+
+
+def test_help_names_every_config_key() -> None:
+    help_text = run("-h").stdout
+    for key in KNOWN_KEYS:
+        assert key in help_text
 
 
 def test_mqnamesrv_alias_runs_the_same_command() -> None:
