@@ -163,8 +163,8 @@ def encode_record_into(
     `sys_flag` says. `crc` is computed from `body` when not given. Raises
     ValueError when a field does not fit the format (topic over 127 bytes,
     properties over 32767 bytes, a host that is not "ip:port") before writing
-    anything. The caller reserves
-    `record_size(...)` bytes at `pos` first; nothing past them is touched.
+    anything. The caller reserves `record_size(...)` bytes at `pos` first;
+    nothing past them is touched.
     """
     born = parse_host(born_host)
     store = parse_host(store_host)
