@@ -84,9 +84,13 @@ class RawConnection:
         assert response.header["flag"] & 1 == 1, "not a response"
         return response
 
-    def read(self) -> Response:
+    def read_frame(self) -> bytes:
+        """One whole frame after its length field: header-length word, header, body."""
         (length,) = struct.unpack(">i", self._exactly(4))
-        rest = self._exactly(length)
+        return self._exactly(length)
+
+    def read(self) -> Response:
+        rest = self.read_frame()
         (word,) = struct.unpack(">i", rest[:4])
         assert word >> 24 == 0, "the answer to a JSON request must be JSON"
         header_len = word & 0xFFFFFF

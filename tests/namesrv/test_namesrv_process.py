@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import struct
 import time
 import zlib
 from collections.abc import Iterator
@@ -207,3 +208,21 @@ def test_sigterm_and_sigint_stop_the_server_with_exit_code_0(tmp_path: Path) -> 
         server = start_namesrv(tmp_path)
         assert server.stop(sig) == 0
         assert any("namesrv shutting down" in line for line in server.output)
+
+
+def test_a_binary_header_request_is_answered_in_the_binary_serialization(namesrv_process: ServerProcess) -> None:
+    # GET_ROUTEINFO_BY_TOPIC for topic "T", opaque 1, version 407: the ROCKETMQ-serialized
+    # frame of the protocol reference (§1.5), byte for byte.
+    request = bytes.fromhex(
+        "00000025" "01000021" "0069" "00" "0197" "00000001" "00000000" "00000000" "0000000c"
+        "0005" "746f706963" "00000001" "54"
+    )
+    with RawConnection(namesrv_process.addr) as conn:
+        conn.sock.sendall(request)
+        frame = conn.read_frame()
+    (word,) = struct.unpack(">i", frame[:4])
+    assert word >> 24 == 1, "answered in the ROCKETMQ serialization"
+    code, _language, _version, opaque, flag, remark_len = struct.unpack(">hBhiii", frame[4:21])
+    assert (code, opaque, flag & 1) == (17, 1, 1)
+    remark = frame[21 : 21 + remark_len].decode()
+    assert remark == "No topic route info in name server for the topic: T"
