@@ -12,7 +12,7 @@ import time
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.message import MessageExt
-from orbitmq.common.msgid import parse_offset_msg_id
+from orbitmq.common.msgid import OffsetMsgId, parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, RemotingError
 
 #: How many messages a QUERY_MESSAGE by unique key returns at most (the broker's defaultQueryMaxNum).
@@ -66,14 +66,11 @@ class Lookups:
         When `msg_id` is not an offset id (or that broker does not have it) and
         `topic` is given, it is looked up as a unique key (UNIQ_KEY) instead.
         """
-        try:
-            parsed = parse_offset_msg_id(msg_id)
-        except ValueError:
-            parsed = None
+        parsed = _offset_msg_id(msg_id)
         if parsed is not None:
             try:
                 return await self.instance.api.view_message(parsed.store_host, parsed.commit_log_offset)
-            except (BrokerError, RemotingError, ClientError):
+            except (BrokerError, RemotingError, ClientError, OSError):
                 if topic is None:
                     raise
         if topic is None:
@@ -111,6 +108,17 @@ class Lookups:
                     seen.add(msg.offset_msg_id)
                     found.append(msg)
         return found
+
+
+def _offset_msg_id(msg_id: str) -> OffsetMsgId | None:
+    """The parsed id when `msg_id` can be an offset message id (a unique key usually cannot:
+    its process-id bytes sit where an offset id keeps the high half of a port number)."""
+    try:
+        parsed = parse_offset_msg_id(msg_id)
+        port = int(parsed.store_host.rpartition(":")[2])
+    except ValueError:
+        return None
+    return parsed if 0 < port <= 65535 else None
 
 
 def _now_ms() -> int:

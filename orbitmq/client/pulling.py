@@ -7,7 +7,9 @@ MAX_OFFSET on each message as the Java client does.
 
 `PullHelper.send_back` returns a failed message: CONSUMER_SEND_MSG_BACK to
 the broker it came from, else a copy sent to `%RETRY%<group>` by the
-instance's internal producer (§6.7).
+instance's internal producer (§6.7). A broker that does not support
+send-back at all gets neither; the consumer keeps the message and consumes
+it again itself.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from orbitmq.errors import BrokerError, ClientError, RemotingError
 log = logging.getLogger(__name__)
 
 SEND_BACK_TIMEOUT_S = 5.0
+REQUEST_CODE_NOT_SUPPORTED = 3
 
 
 async def compute_pull_from_where(
@@ -124,7 +127,14 @@ class PullHelper:
             await self.instance.api.consumer_send_back(
                 addr, mq.broker_name, msg, self.group, delay_level, max_reconsume, SEND_BACK_TIMEOUT_S)
             return True
-        except (BrokerError, RemotingError) as exc:
+        except BrokerError as exc:
+            if exc.code == REQUEST_CODE_NOT_SUPPORTED:
+                # A broker without retry topics: the caller consumes the message again locally. A copy
+                # with a delay level would sit in the schedule topic of a broker that never delivers it.
+                log.info("broker does not take messages back; %s will be consumed again locally", msg.msg_id)
+                return False
+            log.warning("send-back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc)
+        except RemotingError as exc:
             log.warning("send-back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc)
         try:
             producer = await self.instance.inner_producer()

@@ -29,6 +29,9 @@ from orbitmq.errors import BrokerError, ClientError, RemotingError
 
 log = logging.getLogger(__name__)
 
+#: How soon to retry taking a queue whose broker lock another member still holds.
+LOCK_RETRY_DELAY_S = 1.0
+
 
 class RebalanceHooks(Protocol):
     async def compute_pull_from_where(self, mq: MessageQueue) -> int: ...
@@ -56,10 +59,12 @@ class Rebalance:
         self.orderly = orderly
         self.process_queues: dict[MessageQueue, ProcessQueue[Any]] = {}
         self._lock = asyncio.Lock()
+        self._lock_pending = False
 
     async def do_rebalance(self, topics: Iterable[str]) -> None:
         """Rebalance every subscribed topic; one topic's failure does not stop the others."""
         async with self._lock:
+            self._lock_pending = False
             wanted = set(topics)
             for topic in sorted(wanted):
                 try:
@@ -73,6 +78,10 @@ class Rebalance:
             for mq in [mq for mq in self.process_queues if mq.topic not in wanted]:
                 pq = self.process_queues.pop(mq)
                 pq.dropped = True
+            if self._lock_pending:
+                # The previous owner releases the queue once its current batch is done; ask again soon
+                # rather than at the next 20 s rebalance (Java waits; the result is the same, only later).
+                asyncio.get_running_loop().call_later(LOCK_RETRY_DELAY_S, self.instance.trigger_rebalance)
 
     async def _rebalance_topic(self, topic: str) -> bool:
         mq_set = await self.instance.subscribe_queues(topic)
@@ -106,6 +115,7 @@ class Rebalance:
             needs_lock = self.orderly and self.model is MessageModel.CLUSTERING
             if needs_lock and not await self.lock(mq, fresh):
                 log.info("group %s: %s is still locked by another member", self.group, mq)
+                self._lock_pending = True
                 continue
             offset = await self.hooks.compute_pull_from_where(mq)
             if offset < 0:
