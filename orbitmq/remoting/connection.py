@@ -19,13 +19,14 @@ import asyncio
 import inspect
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import cast
 
 from orbitmq.errors import ConnectError, FrameError
 from orbitmq.remoting.codec import FrameDecoder, encode
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, Buffer, RemotingCommand, next_opaque
+from orbitmq.remoting.eager import start_eagerly
 from orbitmq.remoting.pending import PendingRequests
 
 log = logging.getLogger("orbitmq.remoting")
@@ -40,13 +41,19 @@ not block; if it returns an awaitable, that is awaited in a task.
 
 
 class Route:
-    """A registered handler and whether it is a coroutine function (decided once, at registration)."""
+    """A registered handler and how to run it (decided once, at registration).
 
-    __slots__ = ("handler", "is_async")
+    An `async def` handler starts eagerly by default: it runs inline up to its
+    first suspension and moves to a task only if it suspends (see eager.py for
+    the one caveat). `eager=False` gives it a task from the start.
+    """
 
-    def __init__(self, handler: Handler) -> None:
+    __slots__ = ("eager", "handler", "is_async")
+
+    def __init__(self, handler: Handler, *, eager: bool = True) -> None:
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler)
+        self.eager = eager
 
 _peer_ids = itertools.count(1)
 
@@ -249,19 +256,23 @@ class Connection(asyncio.Protocol):
                 self.send(request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
             return
         if route.is_async:
-            self._start_task(self._serve(route.handler, request))
+            if route.eager:
+                task = start_eagerly(self._loop, self._serve(route.handler, request))
+                if task is not None:
+                    self._track(task)
+            else:
+                self._track(self._loop.create_task(self._serve(route.handler, request)))
             return
         try:
             result = route.handler(request, self.peer)
         except Exception as exc:  # noqa: BLE001 - any handler failure is answered, see _failure
             result = self._failure(request, exc)
         if inspect.isawaitable(result):
-            self._start_task(self._serve_awaitable(result, request))
+            self._track(self._loop.create_task(self._serve_awaitable(result, request)))
         else:
             self._respond(request, result)
 
-    def _start_task(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = self._loop.create_task(coro)
+    def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
         if len(self._tasks) >= self._max_inflight and not self._read_paused and self._transport is not None:

@@ -48,8 +48,8 @@ def split_addr(addr: str) -> tuple[str, int]:
 class RemotingServer:
     """Accepts connections and dispatches requests to handlers by request code.
 
-    Guarantees: each request runs in its own task (a long poll never blocks
-    its connection); an unknown code is answered REQUEST_CODE_NOT_SUPPORTED
+    Guarantees: a request that waits does so in its own task (a long poll
+    never blocks its connection); an unknown code is answered REQUEST_CODE_NOT_SUPPORTED
     (remark `" request type <code> not supported"`) unless a default handler is
     registered; a oneway request is never answered; a handler's exception
     becomes a SYSTEM_ERROR answer with the exception text as remark; a bad
@@ -78,18 +78,21 @@ class RemotingServer:
         self._connections: set[Connection] = set()
         self._callback_tasks: set[asyncio.Task[Any]] = set()
 
-    def register(self, code: int, handler: Handler) -> None:
+    def register(self, code: int, handler: Handler, *, eager: bool = True) -> None:
         """Serve requests with `code` by `handler` (replaces an earlier one); allowed while running.
 
-        An `async def` handler runs in its own task per request; a plain
-        function runs inline as the request is read (use it for handlers that
-        never wait: it saves a task and a loop turn per request).
+        An `async def` handler starts at once, as the request is read, and
+        continues in a task of its own only if it suspends, so a handler that
+        never waits costs no task and no loop turn. Until its first await it
+        runs outside any task: do not enter `asyncio.timeout()` or a
+        `TaskGroup` before awaiting something, or pass `eager=False` to give
+        every request a task from the start. A plain function runs inline.
         """
-        self._routes[int(code)] = Route(handler)
+        self._routes[int(code)] = Route(handler, eager=eager)
 
-    def register_default(self, handler: Handler) -> None:
+    def register_default(self, handler: Handler, *, eager: bool = True) -> None:
         """Serve every code that has no handler of its own with `handler`."""
-        self._default_route = Route(handler)
+        self._default_route = Route(handler, eager=eager)
 
     def on_disconnect(self, callback: DisconnectCallback) -> None:
         """Call `callback(peer)` (plain or async) once for each connection that closes."""
@@ -197,9 +200,9 @@ class RemotingClient:
         self._async_tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
 
-    def register(self, code: int, handler: Handler) -> None:
-        """Serve requests with `code` that a server sends over our connections (async or plain, as for servers)."""
-        self._routes[int(code)] = Route(handler)
+    def register(self, code: int, handler: Handler, *, eager: bool = True) -> None:
+        """Serve requests with `code` that a server sends over our connections (as `RemotingServer.register`)."""
+        self._routes[int(code)] = Route(handler, eager=eager)
 
     async def connect(self, addr: str) -> Peer:
         """The connection to `addr`, opened if needed (`ConnectError` on failure or timeout)."""

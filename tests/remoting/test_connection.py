@@ -189,3 +189,61 @@ async def test_handler_tasks_are_cancelled_when_the_connection_is_lost() -> None
     assert transport.frames() == []
     with pytest.raises(ConnectError):
         conn.send(RemotingCommand.request(1))
+
+
+async def test_an_async_handler_runs_up_to_its_first_await_while_the_request_is_read() -> None:
+    steps: list[str] = []
+
+    async def two_phase(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        steps.append(f"start {request.body_bytes().decode()}")
+        await asyncio.sleep(0)
+        steps.append(f"end {request.body_bytes().decode()}")
+        return request.response(body=request.body_bytes())
+
+    conn, transport = connect({7: Route(two_phase)})
+    conn.data_received(stream_of(RemotingCommand.request(7, body=b"a"), RemotingCommand.request(7, body=b"b")))
+    assert steps == ["start a", "start b"]
+    for _ in range(4):
+        await asyncio.sleep(0)
+    assert steps == ["start a", "start b", "end a", "end b"]
+    assert [r.body for r in transport.frames()] == [b"a", b"b"]
+
+
+async def test_an_async_handler_that_never_waits_is_answered_without_a_task() -> None:
+    conn, transport = connect({8: Route(async_echo_now)})
+    conn.data_received(stream_of(RemotingCommand.request(8, body=b"now")))
+    assert [r.body for r in transport.frames()] == [b"now"]  # before any loop turn
+
+
+async def async_echo_now(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+    return request.response(body=request.body_bytes())
+
+
+async def test_a_handler_failing_after_its_first_await_is_answered_system_error() -> None:
+    async def late_failure(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        await asyncio.sleep(0)
+        raise ValueError("bad offset")
+
+    conn, transport = connect({9: Route(late_failure)})
+    conn.data_received(stream_of(RemotingCommand.request(9)))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    (response,) = transport.frames()
+    assert response.code == ResponseCode.SYSTEM_ERROR and response.remark == "bad offset"
+
+
+async def test_a_handler_registered_not_eager_runs_inside_a_task_from_the_start() -> None:
+    seen: list[asyncio.Task[Any] | None] = []
+
+    async def needs_task(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        seen.append(asyncio.current_task())
+        async with asyncio.timeout(1.0):
+            await asyncio.sleep(0)
+        return request.response()
+
+    conn, transport = connect({10: Route(needs_task, eager=False)})
+    conn.data_received(stream_of(RemotingCommand.request(10)))
+    for _ in range(4):
+        await asyncio.sleep(0)
+    assert seen and seen[0] is not None
+    assert [r.code for r in transport.frames()] == [ResponseCode.SUCCESS]
