@@ -1,0 +1,160 @@
+"""Cleaning expired files, disk watermarks, and readers delaying deletion (injected clock and disk use)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from orbitmq.common.record import iter_records
+from orbitmq.store.api import GetMessageStatus, PutMessageStatus
+from orbitmq.store.store import DefaultMessageStore
+from tests.store.helpers import FakeClock, message, small_config
+
+HOUR_MS = 3_600_000
+
+
+class FakeDisk:
+    """Disk use as a function of how many CommitLog files exist, or a fixed figure."""
+
+    def __init__(self, store_root: Path, fixed: float | None = None) -> None:
+        self.root = store_root
+        self.fixed = fixed
+        self.per_file = 0.0
+        self.base = 0.1
+        self.store: DefaultMessageStore | None = None
+
+    def __call__(self, path: str) -> float:
+        if self.fixed is not None or self.store is None:
+            return self.fixed or 0.0
+        return self.base + self.per_file * len(self.store.commitlog.log.files)
+
+
+def hour_of(clock: FakeClock) -> str:
+    return str(time.localtime(clock.now_ms / 1000).tm_hour)
+
+
+def other_hour(clock: FakeClock) -> str:
+    return str((time.localtime(clock.now_ms / 1000).tm_hour + 12) % 24)
+
+
+async def fill_files(store: DefaultMessageStore, n: int) -> None:
+    for i in range(n):
+        result = await store.put_message(message(body=b"%05d" % i + b"." * 400, queue_id=i % 2))
+        assert result.is_ok
+
+
+def commit_log_names(store: DefaultMessageStore) -> list[str]:
+    """Files in the CommitLog (not counting the next one, created ahead of need)."""
+    return [mf.file_name for mf in store.commitlog.log.files]
+
+
+async def test_expired_files_go_at_the_delete_hour_and_queues_follow(tmp_path: Path) -> None:
+    clock = FakeClock()
+    disk = FakeDisk(tmp_path, fixed=0.2)
+    config = small_config(
+        tmp_path, file_reserved_time=1, delete_when=hour_of(FakeClock(clock.now_ms + 2 * HOUR_MS)),
+        mapped_file_size_consume_queue=20 * 10,
+    )
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=disk) as store:
+        await fill_files(store, 100)  # ~19 records per 8 KiB file: 6 files
+        files_before = commit_log_names(store)
+        assert len(files_before) >= 5
+        clock.advance(30 * 60_000)
+        assert await store.cleaner.clean_once() == 0, "nothing has expired yet"
+        clock.advance(90 * 60_000)
+        deleted = await store.cleaner.clean_once()
+        assert deleted == len(files_before) - 1, "every file but the one being appended to"
+        assert commit_log_names(store) == files_before[-1:]
+        assert min(p.name for p in (tmp_path / "commitlog").iterdir()) == files_before[-1]
+        assert store.get_min_phy_offset() == int(files_before[-1])
+        for queue_id in (0, 1):
+            min_offset = store.get_min_offset_in_queue("T", queue_id)
+            assert min_offset > 0
+            first_phys = store.get_commit_log_offset_in_queue("T", queue_id, min_offset)
+            assert first_phys >= store.get_min_phy_offset()
+            old = store.get_message("g", "T", queue_id, 0, 1)
+            assert (old.status, old.next_begin_offset) == (GetMessageStatus.OFFSET_TOO_SMALL, min_offset)
+            with store.get_message("g", "T", queue_id, min_offset, 32) as got:
+                assert got.status is GetMessageStatus.FOUND
+            cq_files = sorted((tmp_path / "consumequeue" / "T" / str(queue_id)).iterdir())
+            assert int(cq_files[0].name) <= min_offset * 20 < int(cq_files[0].name) + 200
+        assert store.get_offset_in_queue_by_time("T", 0, 0) == store.get_min_offset_in_queue("T", 0)
+
+
+async def test_nothing_is_deleted_outside_the_delete_hour_while_the_disk_has_room(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = small_config(
+        tmp_path, file_reserved_time=1, delete_when=other_hour(FakeClock(clock.now_ms + 5 * HOUR_MS))
+    )
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.5)) as store:
+        await fill_files(store, 60)
+        files = commit_log_names(store)
+        clock.advance(5 * HOUR_MS)
+        assert await store.cleaner.clean_once() == 0
+        assert commit_log_names(store) == files
+
+
+async def test_a_full_disk_deletes_unexpired_files_at_once_until_use_drops(tmp_path: Path) -> None:
+    clock = FakeClock()
+    disk = FakeDisk(tmp_path)
+    config = small_config(tmp_path, file_reserved_time=72, delete_when=other_hour(clock))
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=disk) as store:
+        await fill_files(store, 120)
+        files = len(commit_log_names(store))
+        assert files >= 6
+        # Each file counts 10 %: 0.1 + 0.1 * files > 75 % until only 6 remain.
+        disk.per_file = 0.1
+        disk.store = store
+        deleted = await store.cleaner.clean_once()
+        assert deleted == files - 6
+        assert len(commit_log_names(store)) == 6
+
+
+async def test_puts_are_refused_above_the_warning_level_and_resume_below(tmp_path: Path) -> None:
+    disk = FakeDisk(tmp_path, fixed=0.95)
+    async with DefaultMessageStore(small_config(tmp_path), disk_usage=disk) as store:
+        store.cleaner.check_disk()
+        refused = await store.put_message(message())
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert "disk is full" in refused.remark
+        disk.fixed = 0.5
+        store.cleaner.check_disk()
+        accepted = await store.put_message(message())
+        assert accepted.status is PutMessageStatus.PUT_OK
+
+
+async def test_a_reader_holding_a_file_delays_its_deletion_up_to_the_forcible_interval(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = small_config(
+        tmp_path, file_reserved_time=1, delete_when=other_hour(clock), destroy_mapped_file_interval_forcibly=60_000
+    )
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.2)) as store:
+        await fill_files(store, 60)
+        first_file = commit_log_names(store)[0]
+        held = store.get_message("g", "T", 0, 0, 1)
+        assert held.status is GetMessageStatus.FOUND
+        clock.advance(2 * HOUR_MS)
+        assert await store.cleaner.clean_once(manual=True) == 0
+        assert first_file in commit_log_names(store)
+        # Readers can no longer start on the file being deleted.
+        assert store.get_min_phy_offset() > 0
+        assert store.get_message("g", "T", 0, 0, 1).status is not GetMessageStatus.FOUND
+        clock.advance(61_000)
+        assert await store.cleaner.clean_once(manual=True) >= 1
+        assert first_file not in commit_log_names(store)
+        assert not (tmp_path / "commitlog" / first_file).exists()
+        # The held slice still reads the old bytes: the mapping outlives the file.
+        assert [m.body[:5] for m in iter_records(held.buffers[0])] == [b"00000"]
+        held.release()
+
+
+async def test_a_released_reader_lets_the_file_go_on_the_next_round(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = small_config(tmp_path, file_reserved_time=1, delete_when=other_hour(clock))
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.2)) as store:
+        await fill_files(store, 60)
+        held = store.get_message("g", "T", 0, 0, 1)
+        clock.advance(2 * HOUR_MS)
+        assert await store.cleaner.clean_once(manual=True) == 0
+        held.release()
+        assert await store.cleaner.clean_once(manual=True) >= 1
