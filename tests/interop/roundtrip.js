@@ -6,13 +6,15 @@
 // and exits 0 when the consumer received `--expect` distinct bodies, 1 otherwise.
 //
 // usage: node roundtrip.js --namesrv HOST:PORT --topic T --group G
-//            [--produce N] [--expect M] [--subscribe EXPR] [--timeout MS]
-// Message i has tag TagEven or TagOdd and keys "key-i batch-<i/10>".
+//            [--produce N] [--expect M] [--subscribe EXPR] [--timeout MS] [--retry-every K]
+// Message i has tag TagEven or TagOdd and keys "key-i batch-<i/10>". With
+// --retry-every K, the consumer asks for a redelivery (ACTION_RETRY) of every
+// message whose number is a multiple of K the first time it sees it.
 
 const { Producer, Consumer, Message } = require('ali-ons');
 
 function parseArgs(argv) {
-  const opts = { produce: '0', expect: '0', subscribe: '*', timeout: '40000' };
+  const opts = { produce: '0', expect: '0', subscribe: '*', timeout: '40000', 'retry-every': '0' };
   for (let i = 0; i < argv.length; i += 2) {
     if (!argv[i].startsWith('--') || argv[i + 1] === undefined) {
       throw new Error(`bad argument ${argv[i]}`);
@@ -30,13 +32,14 @@ try {
   opts = parseArgs(process.argv.slice(2));
 } catch (err) {
   console.error(`${err.message}\nusage: node roundtrip.js --namesrv HOST:PORT --topic T --group G ` +
-    '[--produce N] [--expect M] [--subscribe EXPR] [--timeout MS]');
+    '[--produce N] [--expect M] [--subscribe EXPR] [--timeout MS] [--retry-every K]');
   process.exit(2);
 }
 const { namesrv, topic, group, subscribe } = opts;
 const produceCount = Number(opts.produce);
 const count = Number(opts.expect);
 const timeoutMs = Number(opts.timeout);
+const retryEvery = Number(opts['retry-every']);
 
 // ali-ons asserts that an HTTP client is given even when the NameServer
 // address is fixed; this one is never called because nameSrv is set.
@@ -61,6 +64,7 @@ const common = {
   logger,
   // Short intervals so the consumer finds its queues quickly.
   rebalanceInterval: 1000,
+  pollNameServerInteval: 1000,  // sic: ali-ons spells it so; picks up %RETRY% routes quickly
   heartbeatBrokerInterval: 5000,
   persistConsumerOffsetInterval: 1000,
 };
@@ -100,8 +104,14 @@ async function main() {
 
     let finish;
     const allReceived = new Promise(resolve => { finish = resolve; });
+    const retried = new Set();
     consumer.subscribe(topic, subscribe, async msg => {
       const body = msg.body ? msg.body.toString('utf8') : '';
+      const number = Number(body.split(' ')[2]);
+      if (retryEvery > 0 && number % retryEvery === 0 && !retried.has(body)) {
+        retried.add(body);
+        return Consumer.ACTION_RETRY;
+      }
       received.set(body, {
         msgId: msg.msgId,
         queueId: msg.queueId,
@@ -110,6 +120,7 @@ async function main() {
         keys: msg.keys,
         body,
         reconsumeTimes: msg.reconsumeTimes,
+        topic: msg.topic,
       });
       if (received.size >= count) {
         finish();
