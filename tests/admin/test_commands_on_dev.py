@@ -166,3 +166,38 @@ def test_refusals_exit_1_with_the_rocketmq_code_and_remark(dev: DevCluster) -> N
     create_topic(dev, "AdminEmpty", 1)
     code, _, err = admin(dev, "queryMsgByOffset", "-t", "AdminEmpty", "-b", dev.broker_name, "-i", "0", "-o", "3")
     assert code == 1 and "no message at offset 3" in err
+
+
+def test_consume_message_pulls_every_queue_from_its_start_up_to_the_count(dev: DevCluster) -> None:
+    create_topic(dev, "AdminPullAll", 3)
+    for q in range(3):
+        for i in range(2):
+            ok(dev, "sendMessage", "-t", "AdminPullAll", "-p", f"q{q}-m{i}", "-c", f"T{q}", "-b", dev.broker_name,
+               "-i", str(q))
+    rows = table(ok(dev, "consumeMessage", "-t", "AdminPullAll"))
+    assert sorted(r["Body"] for r in rows) == sorted(f"q{q}-m{i}" for q in range(3) for i in range(2))
+    assert {r["Tags"] for r in rows if r["QID"] == "2"} == {"T2"}
+    limited = ok(dev, "consumeMessage", "-t", "AdminPullAll", "-c", "4")
+    assert len(table(limited)) == 4 and "Consumed 4 message(s)." in limited
+    from_offset = table(ok(dev, "consumeMessage", "-t", "AdminPullAll", "-b", dev.broker_name, "-i", "1", "-o", "1"))
+    assert [r["Body"] for r in from_offset] == ["q1-m1"]
+
+
+def test_an_ordered_topic_on_a_cluster_records_its_queue_layout_with_the_namesrv(dev: DevCluster) -> None:
+    cluster = cluster_of(dev)
+    out = ok(dev, "updateTopic", "-c", cluster, "-t", "AdminOrdered", "-r", "2", "-w", "2", "-o", "true")
+    assert f"orderConf=[{dev.broker_name}:2]" in out and "order=true" in out
+
+
+def test_broker_status_for_a_cluster_prefixes_each_line_with_the_broker_address(dev: DevCluster) -> None:
+    out = ok(dev, "brokerStatus", "-c", cluster_of(dev))
+    assert out.splitlines() and all(line.startswith(dev.broker_addr + " ") for line in out.splitlines())
+
+
+def test_a_unique_key_that_is_not_an_offset_id_needs_a_topic_and_is_found_with_one(dev: DevCluster) -> None:
+    create_topic(dev, "AdminUniq", 1)
+    unique_id = table(ok(dev, "sendMessage", "-t", "AdminUniq", "-p", "by uniq", "-b", dev.broker_name))[0]["MsgId"]
+    code, _, err = admin(dev, "queryMsgById", "-i", unique_id)
+    assert code == 2 and "-t topic" in err
+    eventually(lambda: admin(dev, "queryMsgById", "-i", unique_id, "-t", "AdminUniq")[0] == 0, timeout=10)
+    assert "by uniq" in ok(dev, "queryMsgById", "-i", unique_id, "-t", "AdminUniq")
