@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 from pathlib import Path
@@ -44,7 +45,14 @@ async def test_broker_command_serves_registers_and_unregisters_on_sigterm(
             assert sent.code == ResponseCode.SUCCESS, sent.remark
             got = await pull(client, broker.addr, "CliTopic", "CG", 0, queue_id=int(sent.field("queueId") or 0))
             assert [m.body for m in records(got)] == [b"hello"]
-            route = await request(client, namesrv_process.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "CliTopic"})
+            # The auto-created topic reaches the NameServer with the next registration, soon after the send.
+            for _ in range(100):
+                route = await request(
+                    client, namesrv_process.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "CliTopic"}
+                )
+                if route.code == ResponseCode.SUCCESS:
+                    break
+                await asyncio.sleep(0.05)
             assert route.code == ResponseCode.SUCCESS
             data = jsonbody.loads(route.body_bytes())
             assert jsonbody.int_keys(data["brokerDatas"][0]["brokerAddrs"]) == {0: broker.addr}
