@@ -7,7 +7,9 @@ event loop (asyncio, uvloop) it measures a no-op request answered by a
 RemotingServer (an `async def` handler and a plain, inline one), one at a
 time and with `--window` requests in flight, plus a
 bare asyncio echo of a frame-sized message as the yardstick of what the loop
-and the socket cost without any codec. `--profile` runs the uvloop server
+and the socket cost without any codec. Besides round trips per second it
+prints the CPU time each process spent per round trip, which stays
+meaningful when other work shares the machine. `--profile` runs the uvloop server
 and the pipelined uvloop client under cProfile and prints their top functions.
 """
 
@@ -16,12 +18,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import cast
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, cast
 
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.loop import loop_factory, run, uvloop_available
@@ -68,13 +72,8 @@ async def _serve() -> None:
 # --- client side ---------------------------------------------------------------------------
 
 
-async def _rate(worker: Callable[[], Awaitable[int]], seconds: float) -> float:
-    started = time.perf_counter()
-    count = await worker()
-    return count / (time.perf_counter() - started)
-
-
-async def _remoting(addr: str, seconds: float, window: int, code: int = NOOP) -> float:
+async def _remoting(addr: str, seconds: float, window: int, code: int) -> int:
+    """Round trips completed in `seconds` with `window` requests kept in flight."""
     async with RemotingClient() as client:
         await client.invoke(addr, RemotingCommand.request(code))  # connect before timing
         deadline = time.perf_counter() + seconds
@@ -86,28 +85,50 @@ async def _remoting(addr: str, seconds: float, window: int, code: int = NOOP) ->
                 n += 1
             return n
 
-        async def lanes() -> int:
-            return sum(await asyncio.gather(*(one_lane() for _ in range(window))))
-
-        return await _rate(lanes, seconds)
+        return sum(await asyncio.gather(*(one_lane() for _ in range(window))))
 
 
-async def _echo(port: int, seconds: float) -> float:
+async def _echo(port: int, seconds: float) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     payload = b"x" * ECHO_SIZE
     deadline = time.perf_counter() + seconds
-
-    async def loop() -> int:
-        n = 0
-        while time.perf_counter() < deadline:
-            writer.write(payload)
-            await reader.readexactly(ECHO_SIZE)
-            n += 1
-        return n
-
-    rate = await _rate(loop, seconds)
+    n = 0
+    while time.perf_counter() < deadline:
+        writer.write(payload)
+        await reader.readexactly(ECHO_SIZE)
+        n += 1
     writer.close()
-    return rate
+    return n
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (Linux /proc; 0.0 where unavailable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+@dataclass
+class Row:
+    loop: str
+    workload: str
+    rate: float
+    client_us: float  # client process CPU per round trip
+    server_us: float  # server process CPU per round trip
+
+
+def _measure(loop: str, workload: str, coro: Coroutine[Any, Any, int], use_uvloop: bool, server_pid: int) -> Row:
+    server_cpu = _cpu_seconds(server_pid)
+    client_cpu = time.process_time()
+    started = time.perf_counter()
+    count = run(coro, use_uvloop=use_uvloop)
+    elapsed = time.perf_counter() - started
+    client_cpu = time.process_time() - client_cpu
+    server_cpu = _cpu_seconds(server_pid) - server_cpu
+    return Row(loop, workload, count / elapsed, client_cpu / count * 1e6, server_cpu / count * 1e6)
 
 
 def _start_server(use_uvloop: bool, profile: bool) -> tuple[subprocess.Popen[str], str, int]:
@@ -151,29 +172,29 @@ def main() -> None:
         return
 
     loops = [False, True] if uvloop_available() else [False]
-    rows: list[tuple[str, str, float]] = []
+    rows: list[Row] = []
     for use_uvloop in loops:
         name = "uvloop" if use_uvloop else "asyncio"
         proc, addr, echo_port = _start_server(use_uvloop, opts.profile and use_uvloop)
         try:
-            rows.append((name, "bare echo, 1 in flight", run(_echo(echo_port, opts.seconds), use_uvloop=use_uvloop)))
+            rows.append(_measure(name, "bare echo, 1 in flight", _echo(echo_port, opts.seconds), use_uvloop, proc.pid))
             for code, kind in ((NOOP, "async"), (NOOP_INLINE, "inline")):
                 for window in (1, opts.window):
-                    rate = run(_remoting(addr, opts.seconds, window, code), use_uvloop=use_uvloop)
-                    rows.append((name, f"no-op {kind} handler, {window} in flight", rate))
+                    work = _remoting(addr, opts.seconds, window, code)
+                    rows.append(_measure(name, f"no-op {kind} handler, {window} in flight", work, use_uvloop, proc.pid))
             if opts.profile and use_uvloop:
                 profiler = cProfile.Profile()
                 with asyncio.Runner(loop_factory=loop_factory(True)) as runner:
                     profiler.enable()
-                    runner.run(_remoting(addr, opts.seconds, opts.window))
+                    runner.run(_remoting(addr, opts.seconds, opts.window, NOOP))
                     profiler.disable()
                 pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
         finally:
             _stop_server(proc)
 
-    print(f"\n{'loop':<8} {'workload':<34} {'round trips/s':>14}")
-    for loop_name, workload, rate in rows:
-        print(f"{loop_name:<8} {workload:<34} {rate:>14,.0f}")
+    print(f"\n{'loop':<8} {'workload':<34} {'round trips/s':>14} {'client CPU/rt':>14} {'server CPU/rt':>14}")
+    for r in rows:
+        print(f"{r.loop:<8} {r.workload:<34} {r.rate:>14,.0f} {r.client_us:>12.1f}µs {r.server_us:>12.1f}µs")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
             if not key or value is None:
                 continue
             k = key.encode()
-            v = str(value).encode()
+            v = (value if type(value) is str else _ext_value(value)).encode()
             parts += (SHORT.pack(len(k)), k, INT.pack(len(v)), v)
     ext = b"".join(parts)
     try:

@@ -312,6 +312,9 @@ class Connection(asyncio.Protocol):
     def _respond(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & RPC_ONEWAY or self.closed:
             return
+        if not isinstance(response, RemotingCommand):
+            log.error("handler for request code %d returned %r, not a RemotingCommand", request.code, response)
+            response = request.response(ResponseCode.SYSTEM_ERROR, "handler returned no RemotingCommand")
         response.opaque = request.opaque
         response.flag |= RPC_TYPE_RESPONSE
         response.serialize_type = request.serialize_type
@@ -329,7 +332,7 @@ class Connection(asyncio.Protocol):
         """Write what is queued, then close."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
-            self._flush()
+        self._flush()
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import orjson
 import pytest
@@ -235,3 +236,10 @@ def test_json_header_text_is_what_orjson_reads_back() -> None:
     assert list(orjson.loads(header)) == [
         "code", "extFields", "flag", "language", "opaque", "remark", "serializeTypeCurrentRPC", "version",
     ]
+
+
+def test_non_string_ext_values_are_written_as_java_strings_in_both_header_types() -> None:
+    fields: dict[str, Any] = {"queueId": 3, "unitMode": True}
+    for serialize_type in (SerializeType.JSON, SerializeType.ROCKETMQ):
+        cmd = RemotingCommand(11, fields, serialize_type=serialize_type)
+        assert decode_one(frame_bytes(cmd)).ext_fields == {"queueId": "3", "unitMode": "true"}

@@ -247,3 +247,25 @@ async def test_a_handler_registered_not_eager_runs_inside_a_task_from_the_start(
         await asyncio.sleep(0)
     assert seen and seen[0] is not None
     assert [r.code for r in transport.frames()] == [ResponseCode.SUCCESS]
+
+
+async def test_a_handler_returning_something_else_than_a_command_is_answered_system_error() -> None:
+    def confused(request: RemotingCommand, peer: Peer) -> Any:
+        return {"code": 0}
+
+    conn, transport = connect({11: Route(confused)})
+    conn.data_received(stream_of(RemotingCommand.request(11), RemotingCommand.request(11)))
+    assert [r.code for r in transport.frames()] == [ResponseCode.SYSTEM_ERROR] * 2
+
+
+async def test_closing_from_inside_a_handler_still_sends_the_answers_already_made() -> None:
+    def answer_then_close(request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
+        if request.body_bytes() == b"close":
+            peer.close()
+            return None
+        return request.response(body=b"ok")
+
+    conn, transport = connect({12: Route(answer_then_close)})
+    conn.data_received(stream_of(RemotingCommand.request(12), RemotingCommand.request(12, body=b"close")))
+    assert [r.body for r in transport.frames()] == [b"ok"]
+    assert transport.closing
