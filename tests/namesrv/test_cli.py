@@ -11,7 +11,7 @@ import pytest
 
 from orbitmq.namesrv.cli import parse_listen
 from orbitmq.namesrv.config import KNOWN_KEYS
-from tests.support.procs import orbitmq_command, start_server
+from tests.support.procs import eventually, orbitmq_command, start_server
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -83,8 +83,8 @@ def test_listen_port_from_the_config_file_is_used(tmp_path: Path) -> None:
     server = start_server(orbitmq_command("namesrv", "-c", str(conf)))
     try:
         assert server.addr == f"127.0.0.1:{port}"
-        ready = [line for line in server.output if "listening on" in line and line.startswith("namesrv")]
-        assert ready == [f"namesrv listening on 127.0.0.1:{port}\n"]
+        # stderr is merged into the output, and log lines arrive in any order with the ready line.
+        eventually(lambda: f"namesrv listening on 127.0.0.1:{port}\n" in server.output, timeout=10)
     finally:
         assert server.stop() == 0
 
@@ -94,7 +94,7 @@ def test_netty_tuning_keys_are_accepted_with_a_warning(tmp_path: Path) -> None:
     conf.write_text(f"serverWorkerThreads=8\nkvConfigPath={tmp_path / 'kv.json'}\n")
     server = start_server(orbitmq_command("namesrv", "-c", str(conf), "--listen", "127.0.0.1:0"))
     try:
-        assert any("serverWorkerThreads has no effect" in line for line in server.output)
+        eventually(lambda: any("serverWorkerThreads has no effect" in line for line in server.output), timeout=10)
     finally:
         server.stop()
 
