@@ -1,8 +1,8 @@
 """JSON bodies the NameServer reads and writes (protocol reference §4.2-§4.6, §4.13).
 
-Output follows what a 4.9.7 name server sends, byte for byte where clients
-care: bean keys in alphabetical order, null fields left out, and the two map
-forms of fastjson:
+Output follows what a 4.9.7 name server sends: bean keys in alphabetical
+order, null fields left out, and the two map forms of fastjson (written by
+`orbitmq.common.jsonbody`):
 
 * legacy: numeric map keys bare (`{0:"ip:port"}`), non-ASCII raw UTF-8 -
   what fastjson writes by default, and the only form old clients expect;
@@ -12,7 +12,8 @@ forms of fastjson:
 
 Input is REGISTER_BROKER's RegisterBrokerBody, plain JSON or the compressed
 form, and QUERY_DATA_VERSION's DataVersion. Malformed input raises
-`BodyError`, which handlers turn into a SYSTEM_ERROR response.
+`BodyError` (a ValueError), which the transport answers with SYSTEM_ERROR
+and the error text as remark.
 """
 
 from __future__ import annotations
