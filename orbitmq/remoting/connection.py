@@ -131,6 +131,7 @@ class Connection(asyncio.Protocol):
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._read_paused = False
+        self._draining = False  # set by stop_reading(): reading stays paused until the close
         # Requests we sent that await their response.
         self._pending = PendingRequests(self._loop, lambda: self.peer.addr)
         # Handler tasks of incoming requests; cancelled when the connection goes away.
@@ -282,7 +283,7 @@ class Connection(asyncio.Protocol):
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if self._read_paused and len(self._tasks) <= self._max_inflight // 2 and not self.closed:
+        if self._read_paused and len(self._tasks) <= self._max_inflight // 2 and not self.closed and not self._draining:
             self._read_paused = False
             if self._transport is not None:
                 self._transport.resume_reading()
@@ -327,6 +328,15 @@ class Connection(asyncio.Protocol):
             pass  # the peer left while we worked; nobody to answer
 
     # --- closing ------------------------------------------------------------------
+
+    def stop_reading(self) -> list[asyncio.Task[None]]:
+        """Read no more requests (for a graceful close); returns the handler tasks still running."""
+        if self._transport is not None and not self.closed:
+            self._draining = True  # reading stays paused: _task_done does not resume it now
+            if not self._read_paused:
+                self._read_paused = True
+                self._transport.pause_reading()
+        return list(self._tasks)
 
     def close(self) -> None:
         """Write what is queued, then close."""

@@ -147,11 +147,20 @@ class RemotingServer:
         if not task.cancelled() and task.exception() is not None:
             log.error("disconnect callback failed", exc_info=task.exception())
 
-    async def close(self) -> None:
-        """Stop accepting, close every connection (cancelling its handler tasks) and wait for them."""
+    async def close(self, drain_timeout: float = 0.0) -> None:
+        """Stop accepting, let running handlers finish for up to `drain_timeout` seconds, then close.
+
+        While draining, connections read no new requests; answers of handlers
+        that finish in time are written before their connection closes. Handlers
+        still running afterwards are cancelled with their connection.
+        """
         if self._server is not None:
             self._server.close()
         conns = list(self._connections)
+        if drain_timeout > 0:
+            running = [task for conn in conns for task in conn.stop_reading()]
+            if running:
+                await asyncio.wait(running, timeout=drain_timeout)
         for conn in conns:
             conn.close()
         if conns:

@@ -362,3 +362,13 @@ async def test_a_oneway_request_from_the_server_reaches_the_client_handler_and_i
     # server as a response matching no pending request.
     assert (await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"z"), 3.0)).body == b"z"
     assert not [r for r in caplog.records if "matches no pending request" in r.getMessage()]
+
+
+async def test_a_graceful_close_lets_running_handlers_answer_first(client: RemotingClient) -> None:
+    srv = RemotingServer()
+    srv.register(SLOW, slow)
+    await srv.start()
+    pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW, {"seconds": "0.3"}), 5.0)
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(srv.close(drain_timeout=3.0), 5.0)
+    assert (await asyncio.wait_for(pending, 3.0)).code == ResponseCode.SUCCESS
