@@ -182,25 +182,39 @@ class Cluster:
     def pull(self, q: QueueRef, offset: int, max_nums: int, *, group: str, subscription: str = "*",
              expression_type: str = "TAG") -> PullResult:
         """One pull at `offset` without long polling; never commits an offset."""
-        fields = {
-            "consumerGroup": group, "topic": q.topic, "queueId": str(q.queue_id),
-            "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": str(PULL_FLAG_SUBSCRIPTION),
-            "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": subscription,
-            "subVersion": str(int(time.time() * 1000)), "expressionType": expression_type,
-            "bname": q.broker_name,
-        }
-        resp = self._invoke(self._master(q), RequestCode.PULL_MESSAGE, fields)
-        status = _PULL_CODES.get(resp.code)
-        if status is None:
-            raise BrokerError.for_code(resp.code, resp.remark)
-        ext = resp.ext_fields or {}
-        return PullResult(
-            status,
-            int(ext.get("nextBeginOffset", offset)),
-            int(ext.get("minOffset", 0)),
-            int(ext.get("maxOffset", 0)),
-            _bytes(resp.body) if status is PullStatus.FOUND else b"",
-        )
+        return self.pull_many(q, [offset], max_nums, group=group, subscription=subscription,
+                              expression_type=expression_type)[0]
+
+    def pull_many(self, q: QueueRef, offsets: Sequence[int], max_nums: int, *, group: str,
+                  subscription: str = "*", expression_type: str = "TAG") -> list[PullResult]:
+        """Pulls at several offsets of one queue, in flight together; results in the order asked.
+
+        A broker answers at most a few dozen messages per pull, so a reader
+        that waits for each answer before asking again spends most of its
+        time on round trips; this keeps several requests on the connection.
+        """
+        if self._closed:
+            raise ClientError("cluster connection is closed")
+        addr = self._master(q)
+        sub_version = str(int(time.time() * 1000))
+        cmds = []
+        for offset in offsets:
+            fields = {
+                "consumerGroup": group, "topic": q.topic, "queueId": str(q.queue_id),
+                "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": str(PULL_FLAG_SUBSCRIPTION),
+                "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": subscription,
+                "subVersion": sub_version, "expressionType": expression_type, "bname": q.broker_name,
+            }
+            cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, fields)
+            if self._options.access_key and self._options.secret_key:
+                sign(cmd, self._options.access_key, self._options.secret_key)
+            cmds.append(cmd)
+        timeout = self._options.request_timeout_s
+
+        async def all_of() -> list[RemotingCommand]:
+            return list(await asyncio.gather(*(self._client.invoke(addr, c, timeout) for c in cmds)))
+
+        return [_pull_result(resp, offset) for resp, offset in zip(self._runner.run(all_of()), offsets, strict=True)]
 
     def send_batch(self, q: QueueRef, messages: Sequence[Message], producer_group: str,
                    timeout: float | None = None) -> int:
@@ -228,6 +242,20 @@ class Cluster:
         resp = self._invoke(self._master(q), RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         if resp.code != ResponseCode.SUCCESS:
             raise BrokerError.for_code(resp.code, resp.remark)
+
+
+def _pull_result(resp: RemotingCommand, offset: int) -> PullResult:
+    status = _PULL_CODES.get(resp.code)
+    if status is None:
+        raise BrokerError.for_code(resp.code, resp.remark)
+    ext = resp.ext_fields or {}
+    return PullResult(
+        status,
+        int(ext.get("nextBeginOffset", offset)),
+        int(ext.get("minOffset", 0)),
+        int(ext.get("maxOffset", 0)),
+        _bytes(resp.body) if status is PullStatus.FOUND else b"",
+    )
 
 
 _PULL_CODES = {

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 #: Rows per Arrow batch handed to Spark: its own default Arrow batch size.
 BATCH_ROWS = 10_000
+#: Pulls in flight per task. Enough to hide a round trip behind the broker's
+#: work on the others, few enough not to flood a broker that serves many tasks.
+WINDOW = 8
 
 
 def read_range(options: SourceOptions, r: QueueRange, cluster: Cluster | None = None) -> Iterator[pa.RecordBatch]:
@@ -57,30 +60,48 @@ def _pull_range(c: Cluster, options: SourceOptions, r: QueueRange) -> Iterator[p
     include = options.include_properties
     cols = Columns()
     offset = r.start
+    # Pulls go out WINDOW at a time, each covering `span` offsets (what one
+    # pull returned last time: brokers cap a pull at a few dozen messages).
+    # Each answer is used only for its own span, so a short answer (fewer
+    # messages than the span, or a filter that scanned less) leaves a gap
+    # that the next window starts with; the rest of that window is dropped.
+    span = 0
     while offset < r.end:
-        res = c.pull(r.queue, offset, min(options.pull_batch_size, r.end - offset), group=options.pull_group,
-                     subscription=options.sub_expression, expression_type=options.expression_type)
-        if res.status is PullStatus.FOUND:
-            _seen, last = decode_into(cols, res.body, end_offset=r.end, accept_tag=accept, include_properties=include)
-            if last is None:
-                if res.next_offset <= offset:
-                    raise CorruptRecord(f"pull at {offset} of {r.queue.topic}/{r.queue.key} found no records")
-                last = res.next_offset - 1
-            offset = max(last + 1, res.next_offset)
-        elif res.status is PullStatus.NO_MATCHED_MSG:
-            if res.next_offset <= offset:
-                raise CorruptRecord(f"broker did not advance past filtered offset {offset} of {r.queue.key}")
-            offset = res.next_offset
-        elif res.status is PullStatus.OFFSET_ILLEGAL and offset < res.min_offset:
-            if not r.from_earliest:
-                _lost(options, r, f"offsets {offset}..{res.min_offset - 1} were removed (min offset now "
-                                  f"{res.min_offset})")
-            offset = res.min_offset
+        if span == 0:
+            bases = [offset]
         else:
-            # NO_NEW_MSG or past the max: the queue ends before what was planned,
-            # so the planned tail no longer exists.
-            _lost(options, r, f"queue ends at {res.max_offset}, before the planned end {r.end}")
-            break
+            bases = list(range(offset, min(r.end, offset + WINDOW * span), span))
+        max_nums = min(options.pull_batch_size, r.end - offset) if span == 0 else span
+        results = c.pull_many(r.queue, bases, max_nums, group=options.pull_group,
+                              subscription=options.sub_expression, expression_type=options.expression_type)
+        for base, res in zip(bases, results, strict=True):
+            if base != offset:
+                break  # the previous span came back short: fill the gap first
+            limit = r.end if span == 0 else min(r.end, base + span)
+            if res.status is PullStatus.FOUND:
+                _, last = decode_into(cols, res.body, end_offset=limit, accept_tag=accept, include_properties=include)
+                reached = max(res.next_offset, offset if last is None else last + 1)
+                if reached <= offset:
+                    raise CorruptRecord(f"pull at {offset} of {r.queue.topic}/{r.queue.key} did not advance")
+                if span == 0:
+                    span = max(1, reached - offset)
+                offset = min(reached, limit)
+            elif res.status is PullStatus.NO_MATCHED_MSG:
+                if res.next_offset <= offset:
+                    raise CorruptRecord(f"broker did not advance past filtered offset {offset} of {r.queue.key}")
+                offset = min(res.next_offset, limit)
+            elif res.status is PullStatus.OFFSET_ILLEGAL and offset < res.min_offset:
+                if not r.from_earliest:
+                    _lost(options, r, f"offsets {offset}..{res.min_offset - 1} were removed (min offset now "
+                                      f"{res.min_offset})")
+                offset = res.min_offset
+                break
+            else:
+                # NO_NEW_MSG or past the max: the queue ends before what was planned,
+                # so the planned tail no longer exists.
+                _lost(options, r, f"queue ends at {res.max_offset}, before the planned end {r.end}")
+                offset = r.end
+                break
         if len(cols) >= BATCH_ROWS:
             yield cols.to_record_batch(r.queue.broker_name, include)
             cols = Columns()

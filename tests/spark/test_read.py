@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.spark.conftest import DevCluster, Sent
+from tests.support.procs import eventually
 
 pytestmark = pytest.mark.spark
 
@@ -111,3 +112,82 @@ def test_streaming_read_writes_every_message_exactly_once_across_a_restart(
     counts = Counter((r.brokerName, r.queueId, r.queueOffset) for r in rows)
     assert [k for k, n in counts.items() if n > 1] == []  # no duplicates
     assert sorted((r.brokerName, r.queueId, r.queueOffset, bytes(r.body)) for r in rows) == sorted(sent)
+
+
+def _memory_rows(spark: Any, name: str) -> list[Any]:
+    return spark.sql(f"SELECT * FROM {name}").collect()
+
+
+def test_stream_picks_up_a_topic_created_later_caps_batches_and_reports_group_offsets(
+    spark: Any, dev: DevCluster, produce: Any, tmp_path: Path
+) -> None:
+    from orbitmq.admin.api import AdminClient
+    from orbitmq.client.queue import MessageQueue
+    from orbitmq.remoting.loop import run
+
+    first = dev.new_topic(queues=2)
+    later = f"{first}_later"
+    broker = produce(first, [b"a-%d" % i for i in range(120)], batch=30)[0][0]
+    name = f"stream_{first}"
+    query = (spark.readStream.format("orbitmq").option("namesrvAddr", dev.namesrv)
+             .option("topic", f"{first},{later}").option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", "50").option("consumerGroup", f"G_{first}").load()
+             .writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        eventually(lambda: len(_memory_rows(spark, name)) == 120, timeout=60)
+        _create_topic_named(dev, later, queues=1)
+        produce(later, [b"b-%d" % i for i in range(40)])
+        eventually(lambda: len(_memory_rows(spark, name)) == 160, timeout=60)
+        produce(first, [b"c-%d" % i for i in range(5)])  # one more batch, so the previous one is committed
+        eventually(lambda: len(_memory_rows(spark, name)) == 165, timeout=60)
+        sizes = [p["numInputRows"] for p in query.recentProgress]
+        assert max(sizes) <= 50 and sum(sizes) == 165
+
+        async def group_offsets() -> int:
+            async with AdminClient([dev.namesrv]) as admin:
+                total = 0
+                for qid in (0, 1):
+                    total += await admin.query_consumer_offset(
+                        dev.broker, f"G_{first}", MessageQueue(first, broker, qid)) or 0
+                return total
+
+        eventually(lambda: run(group_offsets()) >= 120, timeout=30, message="group offsets were not reported")
+    finally:
+        query.stop()
+    rows = _memory_rows(spark, name)
+    assert sorted(bytes(r.body) for r in rows if r.topic == later) == sorted(b"b-%d" % i for i in range(40))
+
+
+def _create_topic_named(dev: DevCluster, topic: str, queues: int) -> None:
+    from orbitmq.admin.api import AdminClient
+    from orbitmq.admin.models import TopicConfig
+    from orbitmq.remoting.loop import run
+
+    async def create() -> None:
+        async with AdminClient([dev.namesrv]) as admin:
+            await admin.create_topic(dev.broker, TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues))
+
+    run(create())
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_checkpoint_position_past_the_queue_end_is_data_loss_unless_allowed(
+    spark: Any, dev: DevCluster, produce: Any, tmp_path: Path, fail: bool
+) -> None:
+    topic = dev.new_topic(queues=1)
+    sent = produce(topic, [b"x-%d" % i for i in range(10)])
+    broker = sent[0][0]
+    query = (spark.readStream.format("orbitmq").option("namesrvAddr", dev.namesrv).option("topic", topic)
+             .option("startingOffsets", f'{{"{topic}": {{"{broker}:0": 1000}}}}')
+             .option("failOnDataLoss", str(fail).lower()).load()
+             .writeStream.format("memory").queryName(f"loss_{topic}_{fail}")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    if fail:
+        with pytest.raises(Exception, match="set failOnDataLoss=false to continue from 10"):
+            query.awaitTermination(60)
+    else:
+        query.awaitTermination(60)
+        assert query.exception() is None
+        assert _memory_rows(spark, f"loss_{topic}_{fail}") == []
