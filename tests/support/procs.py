@@ -17,7 +17,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-READY = re.compile(r"listening on (\S+):(\d+)")
+# Only the servers' own announcement lines count; log lines (stderr is merged in)
+# may also say "listening on" and must not be taken for readiness.
+READY = re.compile(r"^(?:namesrv|broker \S+) listening on (\S+):(\d+)\s*$")
 
 
 @dataclass
