@@ -11,6 +11,7 @@ are handed to `StoreConfig.from_properties`; a key neither side knows raises
 from __future__ import annotations
 
 import dataclasses
+import functools
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -91,7 +92,7 @@ class BrokerConfig:
 
     # --- derived values ----------------------------------------------------
 
-    @property
+    @functools.cached_property
     def advertised_ip(self) -> str:
         if self.broker_ip1:
             return self.broker_ip1
@@ -99,7 +100,7 @@ class BrokerConfig:
             return self.listen_host
         return _default_ip()
 
-    @property
+    @functools.cached_property
     def broker_addr(self) -> str:
         """`ip:port` clients use to reach this broker."""
         return f"{self.advertised_ip}:{self.listen_port}"

@@ -75,17 +75,21 @@ def long_form(request: RemotingCommand) -> RemotingCommand:
     return request
 
 
+#: Statuses that mean "stored", with the code the client reads as a sent result.
+_STORED_CODES = {
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
 def status_response(request: RemotingCommand, result: PutMessageResult, max_body: int) -> RemotingCommand:
     """Map a put's status to RocketMQ's response code and remark (SendMessageProcessor's table)."""
     status = result.status
-    code_by_status = {
-        PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
-        PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
-        PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
-        PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
-    }
-    if status in code_by_status:
-        return request.response(code_by_status[status])
+    if status is PutMessageStatus.PUT_OK:  # the hot path: no table lookups
+        return request.response(ResponseCode.SUCCESS)
+    if status in _STORED_CODES:
+        return request.response(_STORED_CODES[status])
     if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
         return request.response(ResponseCode.MESSAGE_ILLEGAL, result.remark or _ILLEGAL_REMARK.format(body=max_body))
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
@@ -154,12 +158,14 @@ class SendHandlers:
             raise RequestError(
                 ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
             )
-        problem = names.validate_topic(topic)
-        if problem:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        topic_config = self.topics.get(topic)
+        if topic_config is None:
+            # Names in the table were validated when they entered it; only new ones need the check.
+            problem = names.validate_topic(topic)
+            if problem:
+                raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
         if names.is_not_allowed_send_topic(topic):
             raise RequestError(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
-        topic_config = self.topics.get(topic)
         if topic_config is None:
             topic_config = self._auto_create(request, topic)
         if not topic_config.writable:
@@ -253,11 +259,13 @@ class SendHandlers:
             tags_code=tag_hash_code(properties.get(mc.TAGS)),
         )
         msg.refresh_properties_string()
-        if len(msg.properties_string.encode()) > mc.MAX_PROPERTIES_BYTES:
-            raise RequestError(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"message properties length {len(msg.properties_string.encode())} exceeds the limit 32767 bytes",
-            )
+        # A character encodes to at most 4 UTF-8 bytes: short strings need no encoding to be checked.
+        if len(msg.properties_string) * 4 > mc.MAX_PROPERTIES_BYTES:
+            size = len(msg.properties_string.encode())
+            if size > mc.MAX_PROPERTIES_BYTES:
+                raise RequestError(
+                    ResponseCode.MESSAGE_ILLEGAL, f"message properties length {size} exceeds the limit 32767 bytes"
+                )
         if wait is not None:
             # The stored copy drops WAIT (as 4.9.7 does), but the store still honours its value.
             msg.properties[mc.WAIT_STORE_MSG_OK] = wait
