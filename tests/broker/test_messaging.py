@@ -509,3 +509,19 @@ async def test_a_clean_shutdown_answers_waiting_long_polls_instead_of_dropping_t
         await asyncio.wait_for(b.close(), 10)
     response = await asyncio.wait_for(waiting, 5)
     assert response.code == ResponseCode.PULL_NOT_FOUND
+
+
+async def test_check_client_config_accepts_tags_and_valid_sql92_and_refuses_broken_sql92(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+
+    async def check(kind: str, expression: str) -> RemotingCommand:
+        body = {"clientId": "c1", "group": "CG",
+                "subscriptionData": {"topic": "T", "subString": expression, "expressionType": kind}}
+        return await request(client, addr, RequestCode.CHECK_CLIENT_CONFIG, body=body)
+
+    assert (await check("TAG", "TagA || TagB")).code == ResponseCode.SUCCESS
+    assert (await check("SQL92", "a > 1 AND b = 'x'")).code == ResponseCode.SUCCESS
+    broken = await check("SQL92", "a >")
+    assert broken.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and broken.remark

@@ -22,6 +22,7 @@ from orbitmq.broker.topics import PERM_READ, PERM_WRITE, TopicTable
 from orbitmq.common import jsonbody
 from orbitmq.common.names import retry_topic
 from orbitmq.errors import ConnectError
+from orbitmq.filter.sql92 import SqlParseError, compile_sql92
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -128,6 +129,7 @@ class ClientHandlers:
         server.register(RequestCode.UNLOCK_BATCH_MQ, guarded(self.unlock_batch))
         server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, guarded(self.consumer_connections))
         server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, guarded(self.producer_connections))
+        server.register(RequestCode.CHECK_CLIENT_CONFIG, guarded(self.check_client_config))
         server.on_disconnect(self.channel_closed)
 
     # --- connections --------------------------------------------------------------
@@ -204,6 +206,25 @@ class ClientHandlers:
             self.producers.unregister(producer_group, peer.id)
         if consumer_group and self.consumers.unregister(consumer_group, peer.id):
             self.notifier.group_changed(consumer_group)
+        return request.response(ResponseCode.SUCCESS)
+
+    async def check_client_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """A Java push consumer asks before it starts whether the broker can run its filter."""
+        data = parse_body(request)
+        subscription = data.get("subscriptionData") if isinstance(data, dict) else None
+        if not isinstance(subscription, dict):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "check client config body has no subscriptionData")
+        kind = str(subscription.get("expressionType") or "TAG").upper()
+        if kind == "TAG":
+            return request.response(ResponseCode.SUCCESS)
+        if kind != "SQL92":
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}"
+            )
+        try:
+            compile_sql92(str(subscription.get("subString") or ""))
+        except SqlParseError as exc:
+            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return request.response(ResponseCode.SUCCESS)
 
     async def consumer_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
