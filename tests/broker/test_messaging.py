@@ -525,3 +525,36 @@ async def test_check_client_config_accepts_tags_and_valid_sql92_and_refuses_brok
     assert (await check("SQL92", "a > 1 AND b = 'x'")).code == ResponseCode.SUCCESS
     broken = await check("SQL92", "a >")
     assert broken.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and broken.remark
+
+
+async def test_silent_consumers_expire_and_queue_locks_lapse_on_the_brokers_clock(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    now = {"ms": 1_700_000_000_000}
+    config = make_config(tmp_path, channelScanIntervalMills="50")
+    async with Broker(config, clock_ms=lambda: now["ms"]) as b:
+        addr = b.broker_addr
+        mq = {"topic": "T", "brokerName": "broker-a", "queueId": 0}
+        async with RemotingClient() as other:
+            await request(other, addr, RequestCode.HEART_BEAT, body=heartbeat_body("silent", "CG", "T"))
+            held = await request(other, addr, RequestCode.LOCK_BATCH_MQ,
+                                 body={"consumerGroup": "CG", "clientId": "silent", "mqSet": [mq]})
+            assert jsonbody.loads(held.body_bytes())["lockOKMQSet"] == [mq]
+            now["ms"] += 30_000
+            await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("alive", "CG", "T"))
+            refused = await request(client, addr, RequestCode.LOCK_BATCH_MQ,
+                                    body={"consumerGroup": "CG", "clientId": "alive", "mqSet": [mq]})
+            assert jsonbody.loads(refused.body_bytes())["lockOKMQSet"] == []
+            # 121 s after its last heartbeat the silent client is dropped by the periodic scan ...
+            now["ms"] += 91_000
+            await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("alive", "CG", "T"))
+            for _ in range(100):
+                info = b.consumers.get("CG")
+                if info is not None and info.client_ids() == ["alive"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert b.consumers.get("CG").client_ids() == ["alive"]  # type: ignore[union-attr]
+            # ... and its lock, unrenewed for more than 60 s, goes to the live client.
+            granted = await request(client, addr, RequestCode.LOCK_BATCH_MQ,
+                                    body={"consumerGroup": "CG", "clientId": "alive", "mqSet": [mq]})
+            assert jsonbody.loads(granted.body_bytes())["lockOKMQSet"] == [mq]
