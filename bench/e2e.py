@@ -198,7 +198,16 @@ async def worker_latency_consumer(addr: str, expect: int, seconds: float) -> dic
 
     await asyncio.gather(*(poll(q) for q in range(QUEUES)))
     await client.close()
-    return {"latencies_us": latencies_us}
+    latencies_us.sort()
+
+    def pct(q: float) -> float:
+        return latencies_us[min(len(latencies_us) - 1, int(q * len(latencies_us)))] / 1000.0
+
+    summary: dict[str, float] = {"count": len(latencies_us)}
+    if latencies_us:
+        summary.update(p50=pct(0.50), p99=pct(0.99), p999=pct(0.999), max=latencies_us[-1] / 1000.0,
+                       mean=statistics.fmean(latencies_us) / 1000.0)
+    return summary
 
 
 async def worker_paced(addr: str, broker: str, rate: int, seconds: float) -> dict[str, Any]:
@@ -422,18 +431,18 @@ def run_latency(pid: int, addr: str, seconds: float, rate: int = 2000) -> tuple[
     cpu0 = cpu_seconds(pid)
     producer = collect([spawn(["--worker", "paced", "--addr", addr, "--rate", str(rate),
                                "--seconds", str(seconds)])])[0]
-    lat = collect([consumer])[0]["latencies_us"]
+    # Keep reading through the same buffered stream as the "ready" line: communicate() would
+    # read the pipe underneath it and lose what the buffer already holds.
+    tail = consumer.stdout.read()
+    if consumer.wait(timeout=60) != 0:
+        raise RuntimeError(f"latency consumer failed with exit code {consumer.returncode}")
+    summary = json.loads(tail.strip().splitlines()[-1])
     cpu = cpu_seconds(pid) - cpu0
     elapsed = producer["end"] - producer["start"]
-    lat.sort()
-
-    def pct(q: float) -> float:
-        return lat[min(len(lat) - 1, int(q * len(lat)))] / 1000.0 if lat else float("nan")
-
-    percentiles = {"p50": pct(0.50), "p99": pct(0.99), "p999": pct(0.999),
-                   "mean": statistics.fmean(lat) / 1000.0 if lat else float("nan")}
-    note = f"received {len(lat)}/{producer['sent']}"
-    return Row(f"steady {rate} msg/s send->receive", producer["sent"], elapsed, cpu * 1e6 / max(len(lat), 1),
+    received = int(summary.pop("count"))
+    percentiles = {k: float(v) for k, v in summary.items()}
+    note = f"received {received}/{producer['sent']}" + (f", {producer['errors']} send errors" if producer['errors'] else "")
+    return Row(f"steady {rate} msg/s send->receive", producer["sent"], elapsed, cpu * 1e6 / max(received, 1),
                note), percentiles
 
 
