@@ -9,9 +9,10 @@ the broker advertises; single sends drop WAIT from the stored copy.
 
 Flow control: a send that waited longer than waitTimeMillsInSendQueue
 before it could be handed to the store is answered SYSTEM_BUSY
-"[TIMEOUT_CLEAN_QUEUE]...". The wait is measured from when the handler task
-started (the transport does not stamp frames with their arrival time) across
-the send gate, which bounds how many puts are in flight at once.
+"[TIMEOUT_CLEAN_QUEUE]...". The wait is measured from when the handler
+started, which the transport does inline as the frame is decoded (it does
+not stamp frames with their arrival time), to when the send passes the send
+gate that bounds how many puts are in flight at once.
 """
 
 from __future__ import annotations
