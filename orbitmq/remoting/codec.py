@@ -50,6 +50,8 @@ INT = struct.Struct(">i")  # ext map length E, then each entry's value length
 SHORT = struct.Struct(">h")  # each ext map entry's key length
 
 _MAX_HEADER_LENGTH: Final = 0xFFFFFF
+_I32_MIN: Final = -(1 << 31)
+_I32_MAX: Final = (1 << 31) - 1
 _LANGUAGE_NAMES: Final[dict[int, str]] = {m.value: m.name for m in LanguageCode}
 _LANGUAGE_BY_NAME: Final[dict[str, int]] = {m.name: m.value for m in LanguageCode}
 
@@ -247,6 +249,9 @@ def decode_json_header(raw: Buffer) -> RemotingCommand:
     version = obj.get("version", 0)
     if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
         code, opaque, flag, version = (_int_field(obj, k) for k in ("code", "opaque", "flag", "version"))
+    if not (_I32_MIN <= code <= _I32_MAX and _I32_MIN <= opaque <= _I32_MAX
+            and _I32_MIN <= flag <= _I32_MAX and _I32_MIN <= version <= _I32_MAX):
+        raise FrameError(f"JSON header integer out of the Java int range: {code=} {opaque=} {flag=} {version=}")
     # An empty remark (the Go client always sends one) means no remark.
     return RemotingCommand(code, ext, None, remark or None, opaque, flag, language, version, SerializeType.JSON)
 

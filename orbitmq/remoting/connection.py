@@ -323,7 +323,10 @@ class Connection(asyncio.Protocol):
             self.send(response)
         except FrameError as exc:
             log.error("response to request code %d cannot be framed: %s", request.code, exc)
-            self.send(request.response(ResponseCode.SYSTEM_ERROR, f"response cannot be encoded: {exc}"))
+            try:
+                self.send(request.response(ResponseCode.SYSTEM_ERROR, f"response cannot be encoded: {exc}"))
+            except (FrameError, ConnectError):
+                pass  # not even an error answer fits: the peer's request will time out
         except ConnectError:
             pass  # the peer left while we worked; nobody to answer
 

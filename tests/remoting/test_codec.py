@@ -157,6 +157,8 @@ BAD_FRAMES = {
     "JSON header that is an array": json_frame(b"[1,2]"),
     "JSON extFields that is a string": json_frame(b'{"code":1,"extFields":"x"}'),
     "JSON opaque that is not a number": json_frame(b'{"code":1,"opaque":"abc"}'),
+    "JSON opaque beyond the Java int range": json_frame(b'{"code":1,"opaque":2147483648}'),
+    "JSON code that is a boolean": json_frame(b'{"code":true}'),
     "unknown serialization type": struct.pack(">ii", 6, (7 << 24) | 2) + b"{}",
     "binary header shorter than its fixed part": struct.pack(">ii", 10, (1 << 24) | 6) + b"\x00" * 6,
     "binary remark longer than the header": struct.pack(">ii", 25, (1 << 24) | 21)
@@ -243,3 +245,27 @@ def test_non_string_ext_values_are_written_as_java_strings_in_both_header_types(
     for serialize_type in (SerializeType.JSON, SerializeType.ROCKETMQ):
         cmd = RemotingCommand(11, fields, serialize_type=serialize_type)
         assert decode_one(frame_bytes(cmd)).ext_fields == {"queueId": "3", "unitMode": "true"}
+
+
+@st.composite
+def framed_garbage(draw: st.DrawFn) -> bytes:
+    """A frame with a consistent length prefix around arbitrary header and body bytes."""
+    serialize_type = draw(st.sampled_from([0, 1, 2]))
+    if draw(st.booleans()) and serialize_type == 0:
+        header = draw(st.sampled_from([b"{", b"[]", b"null", b'{"code":"x"}', b'{"extFields":[1]}', b'{"language":{}}']))
+    else:
+        header = draw(st.binary(max_size=80))
+    body = draw(st.binary(max_size=20))
+    return struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=200), framed_garbage()))
+def test_arbitrary_bytes_either_decode_or_raise_frame_error(data: bytes) -> None:
+    try:
+        commands = FrameDecoder().feed(data)
+    except FrameError:
+        return
+    for cmd in commands:
+        assert isinstance(cmd.code, int) and isinstance(cmd.opaque, int)
+        assert cmd.ext_fields is None or all(type(v) is str for v in cmd.ext_fields.values())
