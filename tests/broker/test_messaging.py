@@ -558,3 +558,22 @@ async def test_silent_consumers_expire_and_queue_locks_lapse_on_the_brokers_cloc
             granted = await request(client, addr, RequestCode.LOCK_BATCH_MQ,
                                     body={"consumerGroup": "CG", "clientId": "alive", "mqSet": [mq]})
             assert jsonbody.loads(granted.body_bytes())["lockOKMQSet"] == [mq]
+
+
+async def test_running_info_requests_are_forwarded_to_the_consumer_and_answered_back(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+
+    async def running_info(cmd: RemotingCommand, peer: object) -> RemotingCommand:
+        return cmd.response(body=b'{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"}}')
+
+    client.register(RequestCode.GET_CONSUMER_RUNNING_INFO, running_info)
+    await request(client, addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", "CG", "T"))
+    async with RemotingClient() as admin:
+        fields = {"consumerGroup": "CG", "clientId": "c1", "jstackEnable": "false"}
+        answer = await request(admin, addr, RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
+        assert answer.code == ResponseCode.SUCCESS
+        assert jsonbody.loads(answer.body_bytes())["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+        offline = await request(admin, addr, RequestCode.GET_CONSUMER_RUNNING_INFO, {**fields, "clientId": "gone"})
+        assert offline.code == ResponseCode.SYSTEM_ERROR and "not online" in (offline.remark or "")

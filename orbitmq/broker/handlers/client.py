@@ -21,13 +21,18 @@ from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import PERM_READ, PERM_WRITE, TopicTable
 from orbitmq.common import jsonbody
 from orbitmq.common.names import retry_topic
-from orbitmq.errors import ConnectError
+from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.filter.sql92 import SqlParseError, compile_sql92
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
 
 log = logging.getLogger("orbitmq.broker")
+
+#: Clients older than V3_1_8_SNAPSHOT cannot answer forwarded admin requests.
+MIN_FORWARD_VERSION = 62
+#: How long a forwarded admin request may take at the consumer (RocketMQ allows 10 s).
+FORWARD_TIMEOUT_S = 10.0
 
 
 def language_name(code: int) -> str:
@@ -130,6 +135,8 @@ class ClientHandlers:
         server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, guarded(self.consumer_connections))
         server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, guarded(self.producer_connections))
         server.register(RequestCode.CHECK_CLIENT_CONFIG, guarded(self.check_client_config))
+        server.register(RequestCode.GET_CONSUMER_RUNNING_INFO, guarded(self.forward_to_consumer))
+        server.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, guarded(self.forward_to_consumer))
         server.on_disconnect(self.channel_closed)
 
     # --- connections --------------------------------------------------------------
@@ -226,6 +233,28 @@ class ClientHandlers:
         except SqlParseError as exc:
             return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return request.response(ResponseCode.SUCCESS)
+
+    async def forward_to_consumer(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY from an admin tool: ask the
+        consumer over its own connection and hand its answer back."""
+        group = text(request, "consumerGroup")
+        client_id = text(request, "clientId")
+        client = self.consumers.find_channel(group, client_id)
+        if client is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+        if client.version < MIN_FORWARD_VERSION:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer <{group}> Version <{client.version}> too low to finish, please upgrade it to V3_1_8_SNAPSHOT",
+            )
+        forwarded = RemotingCommand.request(request.code, dict(request.ext_fields or {}), request.body)
+        try:
+            answer = await client.channel.invoke(forwarded, FORWARD_TIMEOUT_S)
+        except (ConnectError, RequestTimeout) as exc:
+            return request.response(
+                ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {exc}"
+            )
+        return request.response(answer.code, answer.remark, answer.ext_fields, answer.body)
 
     async def consumer_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         group = text(request, "consumerGroup")
