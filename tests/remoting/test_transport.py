@@ -372,3 +372,19 @@ async def test_a_graceful_close_lets_running_handlers_answer_first(client: Remot
     await asyncio.sleep(0.1)
     await asyncio.wait_for(srv.close(drain_timeout=3.0), 5.0)
     assert (await asyncio.wait_for(pending, 3.0)).code == ResponseCode.SUCCESS
+
+
+async def test_a_cancelled_invoke_stops_waiting_and_its_late_answer_is_dropped(
+    server: RemotingServer, client: RemotingClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="orbitmq.remoting")
+    call = asyncio.ensure_future(
+        client.invoke(addr_of(server), RemotingCommand.request(SLOW, {"seconds": "0.2"}), timeout=5.0)
+    )
+    await asyncio.sleep(0.05)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await asyncio.sleep(0.4)
+    assert [r for r in caplog.records if "matches no pending request" in r.getMessage()]
+    assert (await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"k"), 3.0)).body == b"k"
