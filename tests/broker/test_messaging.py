@@ -577,3 +577,22 @@ async def test_running_info_requests_are_forwarded_to_the_consumer_and_answered_
         assert jsonbody.loads(answer.body_bytes())["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
         offline = await request(admin, addr, RequestCode.GET_CONSUMER_RUNNING_INFO, {**fields, "clientId": "gone"})
         assert offline.code == ResponseCode.SYSTEM_ERROR and "not online" in (offline.remark or "")
+
+
+async def test_subscription_groups_are_created_listed_and_deleted_by_admin_requests(
+    broker: Broker, client: RemotingClient
+) -> None:
+    addr = broker.broker_addr
+    config = {"groupName": "AdminGroup", "retryMaxTimes": 5, "consumeBroadcastEnable": False}
+    created = await request(client, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config)
+    assert created.code == ResponseCode.SUCCESS
+    listed = jsonbody.loads((await request(client, addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body_bytes())
+    group = listed["subscriptionGroupTable"]["AdminGroup"]
+    assert (group["retryMaxTimes"], group["consumeBroadcastEnable"], group["retryQueueNums"]) == (5, False, 1)
+    bad = await request(client, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body={"groupName": "a/b"})
+    assert bad.code == ResponseCode.SYSTEM_ERROR and "illegal characters" in (bad.remark or "")
+    deleted = await request(client, addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                            {"groupName": "AdminGroup", "removeOffset": "true"})
+    assert deleted.code == ResponseCode.SUCCESS and broker.groups.get("AdminGroup") is None
+    who = await request(client, addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": "T"})
+    assert jsonbody.loads(who.body_bytes()) == {"groupList": []}
