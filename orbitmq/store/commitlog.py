@@ -20,7 +20,6 @@ from typing import NamedTuple
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
-from orbitmq.common.msgid import offset_msg_id_from_bytes, parse_host
 from orbitmq.common.record import (
     BLANK_MAGIC,
     BLANK_RECORD,
@@ -33,7 +32,6 @@ from orbitmq.common.record import (
     encode_blank_into,
     encode_record_into,
     host_flags,
-    iter_batch_items,
     record_size,
 )
 from orbitmq.errors import CorruptRecord
@@ -41,10 +39,16 @@ from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.mapped_queue import MappedFileQueue
+from orbitmq.store.record_writer import ipv4_host, offset_id_prefix, peek_property, topic_block, write_v4
 
 END_FILE_MIN_BLANK_LENGTH = 8
+_HOST_BITS = 0x30  # BORNHOST_V6 | STOREHOST_V6
+_TAGS, _SEP_TAGS = b"TAGS\x01", b"\x02TAGS\x01"
+_KEYS, _SEP_KEYS = b"KEYS\x01", b"\x02KEYS\x01"
+_UNIQ, _SEP_UNIQ = b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01"
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
 _SYSFLAG_AT = 36
 _BORN_HOST_AT = 48
 _NOT_CONSUMABLE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
@@ -61,7 +65,9 @@ class Appended(NamedTuple):
     tags_code: int
     store_timestamp: int
     sys_flag: int
-    properties: dict[str, str]
+    #: The KEYS property ("" when absent) and UNIQ_KEY ("" when absent), for the index.
+    keys: str
+    uniq_key: str
     prepared_transaction_offset: int
 
 
@@ -109,26 +115,12 @@ class CommitLog:
             self._topic_bytes[topic] = raw
         return raw
 
-    def _store_time(self, now_ms: int) -> int:
-        self.last_store_timestamp = max(self.last_store_timestamp, now_ms)
-        return self.last_store_timestamp
-
-    def _file_for(self, size: int) -> MappedFile:
-        """The file with room for `size` bytes plus the end marker, rolling over if needed."""
-        mf = self.log.get_last_for_append()
-        if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
-            remaining = mf.remaining
-            encode_blank_into(mf.view, mf.wrote_position, remaining)
-            mf.wrote_position = mf.file_size
-            mf = self.log.get_last_for_append()
-        return mf
-
     def append_message(self, msg: MessageExtBrokerInner, now_ms: int) -> Appended:
         """Encode `msg` at the end of the log and fill in its store fields.
 
         Raises AppendFailure (nothing written) when it breaks a size limit.
         """
-        topic_raw = self._topic_utf8(msg.topic)
+        topic_raw = self._topic_bytes.get(msg.topic) or self._topic_utf8(msg.topic)
         props_raw = msg.properties_string.encode()
         if len(props_raw) > mc.MAX_PROPERTIES_BYTES:
             raise AppendFailure(
@@ -141,101 +133,126 @@ class CommitLog:
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 f"body is {len(body)} bytes; maxMessageSize is {self.config.max_message_size}",
             )
-        sys_flag = (msg.sys_flag & ~0x30) | host_flags(msg.born_host, msg.store_host)
+        born = ipv4_host(msg.born_host)
+        store = ipv4_host(msg.store_host)
+        sys_flag = msg.sys_flag & ~_HOST_BITS
+        if born is None or store is None:
+            sys_flag |= host_flags(msg.born_host, msg.store_host)
         size = record_size(len(body), len(topic_raw), len(props_raw), sys_flag)
         if size > self._max_record:
             raise AppendFailure(
-                PutMessageStatus.MESSAGE_ILLEGAL,
-                f"record of {size} bytes exceeds the limit of {self._max_record}",
+                PutMessageStatus.MESSAGE_ILLEGAL, f"record of {size} bytes exceeds the limit of {self._max_record}"
             )
         key = (msg.topic, msg.queue_id)
         tran = sys_flag & TRANSACTION_TYPE_MASK
-        queue_offset = 0 if tran in _NOT_CONSUMABLE else self.topic_queue_table.get(key, 0)
-        mf = self._file_for(size)
+        consumable = tran != TRANSACTION_PREPARED_TYPE and tran != TRANSACTION_ROLLBACK_TYPE
+        queue_offset = self.topic_queue_table.get(key, 0) if consumable else 0
+        mf = self.log.get_last_for_append()
+        if size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+            mf = self._roll_over(mf)
         pos = mf.wrote_position
         phys = mf.file_from_offset + pos
-        store_ts = self._store_time(now_ms)
-        encode_record_into(
-            mf.view, pos, topic=topic_raw, body=body, properties=props_raw,
-            queue_id=msg.queue_id, flag=msg.flag, queue_offset=queue_offset, physical_offset=phys,
-            sys_flag=sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
-            store_timestamp=store_ts, store_host=msg.store_host, reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
-        )
+        store_ts = max(self.last_store_timestamp, now_ms)
+        self.last_store_timestamp = store_ts
+        if born is not None and store is not None:
+            write_v4(
+                mf.view, pos, size, msg.queue_id, msg.flag, queue_offset, phys, sys_flag, msg.born_timestamp,
+                born, store_ts, store, msg.reconsume_times, msg.prepared_transaction_offset, body,
+                topic_block(topic_raw), props_raw,
+            )
+        else:
+            encode_record_into(
+                mf.view, pos, topic=topic_raw, body=body, properties=props_raw,
+                queue_id=msg.queue_id, flag=msg.flag, queue_offset=queue_offset, physical_offset=phys,
+                sys_flag=sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+                store_timestamp=store_ts, store_host=msg.store_host, reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+            )
         mf.wrote_position = pos + size
         mf.last_store_timestamp = store_ts
-        if tran not in _NOT_CONSUMABLE:
+        if consumable:
             self.topic_queue_table[key] = queue_offset + 1
         msg.sys_flag = sys_flag
         msg.store_timestamp = store_ts
         msg.queue_offset = queue_offset
         msg.commit_log_offset = phys
         msg.store_size = size
-        store = parse_host(msg.store_host)
-        msg.offset_msg_id = offset_msg_id_from_bytes(store.ip, store.port, phys)
+        msg.offset_msg_id = f"{offset_id_prefix(msg.store_host)}{phys:016X}"
+        props = msg.properties
         return Appended(
             msg.topic, msg.queue_id, phys, size, queue_offset, msg.tags_code, store_ts, sys_flag,
-            msg.properties, msg.prepared_transaction_offset,
+            props.get(mc.KEYS, ""), props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""),
+            msg.prepared_transaction_offset,
         )
+
+    def _roll_over(self, mf: MappedFile) -> MappedFile:
+        """Fill the rest of `mf` with the end-of-file blank record and move to the next file."""
+        encode_blank_into(mf.view, mf.wrote_position, mf.file_size - mf.wrote_position)
+        mf.wrote_position = mf.file_size
+        return self.log.get_last_for_append()
 
     def append_batch(self, batch: MessageExtBatch, now_ms: int) -> list[Appended]:
         """Store every item of a batch body as its own record, consecutive queue offsets, one file.
 
         Raises AppendFailure (nothing written) when an item is malformed or a limit is broken.
         """
-        topic_raw = self._topic_utf8(batch.topic)
+        topic_raw = self._topic_bytes.get(batch.topic) or self._topic_utf8(batch.topic)
         extra = batch.properties_string.encode()
-        sys_flag = (batch.sys_flag & ~(0x30 | TRANSACTION_TYPE_MASK)) | host_flags(
-            batch.born_host, batch.store_host
-        )
+        born = ipv4_host(batch.born_host)
+        store = ipv4_host(batch.store_host)
+        sys_flag = batch.sys_flag & ~(_HOST_BITS | TRANSACTION_TYPE_MASK)
+        if born is None or store is None:
+            sys_flag |= host_flags(batch.born_host, batch.store_host)
         if len(batch.body) > self.config.max_message_size:
             raise AppendFailure(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 f"batch body is {len(batch.body)} bytes; maxMessageSize is {self.config.max_message_size}",
             )
-        try:
-            items = list(iter_batch_items(batch.body))
-        except CorruptRecord as exc:
-            raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: {exc}") from exc
-        if not items:
-            raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
-        plan: list[tuple[int, memoryview, bytes, int]] = []
+        # Every item's record: fixed part + body + topic + properties (own, then the batch's).
+        fixed = record_size(0, len(topic_raw), 0, sys_flag)
+        plan = _plan_batch(batch.body, extra, fixed)
         total = 0
-        for flag, body, props in items:
-            raw = _join_properties(props, extra)
-            if len(raw) > mc.MAX_PROPERTIES_BYTES:
-                raise AppendFailure(
-                    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
-                    f"properties are {len(raw)} bytes; at most {mc.MAX_PROPERTIES_BYTES} fit",
-                )
-            size = record_size(len(body), len(topic_raw), len(raw), sys_flag)
-            plan.append((flag, body, raw, size))
-            total += size
+        for item in plan:
+            total += item[3]
         if total > self._max_record:
             raise AppendFailure(
-                PutMessageStatus.MESSAGE_ILLEGAL,
-                f"batch of {total} bytes exceeds the limit of {self._max_record}",
+                PutMessageStatus.MESSAGE_ILLEGAL, f"batch of {total} bytes exceeds the limit of {self._max_record}"
             )
-        key = (batch.topic, batch.queue_id)
+        topic = batch.topic
+        queue_id = batch.queue_id
+        key = (topic, queue_id)
         queue_offset = self.topic_queue_table.get(key, 0)
-        mf = self._file_for(total)
+        mf = self.log.get_last_for_append()
+        if total + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
+            mf = self._roll_over(mf)
         pos = mf.wrote_position
-        store_ts = self._store_time(now_ms)
+        store_ts = max(self.last_store_timestamp, now_ms)
+        self.last_store_timestamp = store_ts
         out: list[Appended] = []
+        append = out.append
         view = mf.view
         base = mf.file_from_offset
+        born_ts = batch.born_timestamp
+        field = topic_block(topic_raw)
+        fast = born is not None and store is not None
         for flag, body, raw, size in plan:
-            encode_record_into(
-                view, pos, topic=topic_raw, body=body, properties=raw,
-                queue_id=batch.queue_id, flag=flag, queue_offset=queue_offset, physical_offset=base + pos,
-                sys_flag=sys_flag, born_timestamp=batch.born_timestamp, born_host=batch.born_host,
-                store_timestamp=store_ts, store_host=batch.store_host,
-            )
-            properties = mc.decode_properties(raw)
-            out.append(
+            phys = base + pos
+            if fast:
+                write_v4(
+                    view, pos, size, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born,  # type: ignore[arg-type]
+                    store_ts, store, 0, 0, body, field, raw,  # type: ignore[arg-type]
+                )
+            else:
+                encode_record_into(
+                    view, pos, topic=topic_raw, body=body, properties=raw, queue_id=queue_id, flag=flag,
+                    queue_offset=queue_offset, physical_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts,
+                    born_host=batch.born_host, store_timestamp=store_ts, store_host=batch.store_host,
+                )
+            append(
                 Appended(
-                    batch.topic, batch.queue_id, base + pos, size, queue_offset,
-                    tag_hash_code(properties.get(mc.TAGS)), store_ts, sys_flag, properties, 0,
+                    topic, queue_id, phys, size, queue_offset,
+                    tag_hash_code(peek_property(raw, _TAGS, _SEP_TAGS) or None), store_ts, sys_flag,
+                    peek_property(raw, _KEYS, _SEP_KEYS), peek_property(raw, _UNIQ, _SEP_UNIQ), 0,
                 )
             )
             pos += size
@@ -320,12 +337,56 @@ class CommitLog:
         self.log.close()
 
 
-def _join_properties(own: memoryview, extra: bytes) -> bytes:
-    """An item's own properties followed by the batch-level ones, one separator between (§5.8)."""
-    if not extra:
-        return bytes(own)
-    if not own:
-        return extra
-    if own[-1] == 2:
-        return bytes(own) + extra
-    return b"".join((own, b"\x02", extra))
+_ITEM_HEAD = struct.Struct(
+    ">i"  # TOTALSIZE: 20 + L + 2 + P
+    "i"   # MAGICCODE (not checked)
+    "i"   # BODYCRC (not used; the store computes it)
+    "i"   # FLAG
+    "i"   # BODY length L
+)
+
+
+def _plan_batch(body: bytes | bytearray | memoryview, extra: bytes, fixed: int) -> list[tuple[int, memoryview, bytes, int]]:
+    """Split a SEND_BATCH_MESSAGE body (§5.8) into (flag, body view, properties, record size) per item.
+
+    The same checks as `orbitmq.common.record.iter_batch_items`, inlined: this runs once per
+    message on the append path. Raises AppendFailure for a malformed body.
+    """
+    view = body if isinstance(body, memoryview) else memoryview(body)
+    end = len(view)
+    if not end:
+        raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
+    unpack_head = _ITEM_HEAD.unpack_from
+    unpack_u16 = _U16.unpack_from
+    max_props = mc.MAX_PROPERTIES_BYTES
+    plan: list[tuple[int, memoryview, bytes, int]] = []
+    pos = 0
+    try:
+        while pos < end:
+            total, _, _, flag, body_len = unpack_head(view, pos)
+            body_end = pos + 20 + body_len
+            if body_len < 0 or body_end + 2 > end:
+                raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: item at {pos} is truncated")
+            (props_len,) = unpack_u16(view, body_end)
+            if total != 22 + body_len + props_len or pos + total > end:
+                raise AppendFailure(
+                    PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: item at {pos} does not match its size"
+                )
+            own = view[body_end + 2 : pos + total]
+            if not extra:
+                raw = bytes(own)
+            elif not props_len:
+                raw = extra
+            elif own[-1] == 2:
+                raw = b"".join((own, extra))
+            else:
+                raw = b"".join((own, b"\x02", extra))
+            if len(raw) > max_props:
+                raise AppendFailure(
+                    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, f"properties are {len(raw)} bytes; at most {max_props} fit"
+                )
+            plan.append((flag, view[pos + 20 : body_end], raw, fixed + body_len + len(raw)))
+            pos += total
+    except struct.error as exc:
+        raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: item at {pos} is truncated") from exc
+    return plan

@@ -93,6 +93,27 @@ class ConsumeQueue:
         end = phys_offset + size
         self.max_physic_offset = max(self.max_physic_offset, end)
 
+    def put_run(self, queue_offset: int, entries: list[tuple[int, int, int]]) -> None:
+        """Write consecutive entries from `queue_offset` on (a batch): one copy when they fit
+        at the end of the last file, else one by one."""
+        log = self.log
+        last = log.last
+        pos = queue_offset * CQ_UNIT_SIZE
+        n = len(entries)
+        if (
+            last is not None and last.end_offset == pos
+            and last.wrote_position + n * CQ_UNIT_SIZE <= last.file_size
+        ):
+            flat = [v for entry in entries for v in entry]
+            start = last.wrote_position
+            last.view[start : start + n * CQ_UNIT_SIZE] = struct.pack(">" + "qiq" * n, *flat)
+            last.wrote_position = start + n * CQ_UNIT_SIZE
+            phys, size, _ = entries[-1]
+            self.max_physic_offset = max(self.max_physic_offset, phys + size)
+            return
+        for i, (phys, size, tags_code) in enumerate(entries):
+            self.put(phys, size, tags_code, queue_offset + i)
+
     def _put_slow(self, pos: int, phys_offset: int, size: int, tags_code: int) -> None:
         log = self.log
         if log.files and pos < log.min_offset:

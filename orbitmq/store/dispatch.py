@@ -16,9 +16,9 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from typing import Protocol
 
-from orbitmq.common import properties as mc
 from orbitmq.common.names import is_name_legal
 from orbitmq.common.record import (
     TRANSACTION_PREPARED_TYPE,
@@ -30,7 +30,6 @@ from orbitmq.store.commitlog import Appended
 from orbitmq.store.consumequeue import ConsumeQueue
 
 log = logging.getLogger(__name__)
-_NOT_CONSUMABLE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
 class ConsumeQueueTable:
@@ -90,40 +89,79 @@ class ConsumeQueueTable:
             cq.close()
 
 
-class Dispatcher:
-    """Builds ConsumeQueue entries and feeds extra dispatchers and listeners."""
+class KeyIndex(Protocol):
+    """The index as dispatch feeds it (IndexService): one call per record, no request object."""
 
-    def __init__(self, queues: ConsumeQueueTable) -> None:
+    def put(
+        self, topic: str, keys: str, uniq_key: str, phy_offset: int, store_timestamp: int, sys_flag: int
+    ) -> None: ...
+
+
+class Dispatcher:
+    """Builds ConsumeQueue entries and feeds the index, extra dispatchers and listeners."""
+
+    def __init__(self, queues: ConsumeQueueTable, index: KeyIndex | None = None) -> None:
         self.queues = queues
+        self.index = index
         self.dispatchers: list[CommitLogDispatcher] = []
         self.listeners: list[DispatchListener] = []
         self._wakeups: dict[tuple[str, int], int] = {}
         self._wakeup_scheduled = False
 
-    def dispatch(self, records: Iterable[Appended], notify: bool = True) -> None:
-        """Write the ConsumeQueue entries of `records` and hand them to the extra dispatchers."""
-        queues = self.queues
-        dirty = queues.dirty
-        wakeups = self._wakeups
-        batch = records if isinstance(records, list) else list(records)
-        for rec in batch:
-            if rec.sys_flag & TRANSACTION_TYPE_MASK in _NOT_CONSUMABLE:
-                continue
-            key = (rec.topic, rec.queue_id)
-            cq = queues.queues.get(key) or queues.find_or_create(rec.topic, rec.queue_id)
-            cq.put(rec.phys_offset, rec.size, rec.tags_code, rec.queue_offset)
-            dirty.add(cq)
-            if notify:
-                wakeups[key] = rec.queue_offset + 1
+    def dispatch_batch(self, records: list[Appended]) -> None:
+        """Dispatch the records of one batch put: one queue, consecutive offsets, never transactional."""
+        first = records[0]
+        key = (first.topic, first.queue_id)
+        cq = self.queues.queues.get(key) or self.queues.find_or_create(first.topic, first.queue_id)
+        self.queues.dirty.add(cq)
+        cq.put_run(first.queue_offset, [(r.phys_offset, r.size, r.tags_code) for r in records])
+        index_put = self.index.put if self.index is not None else None
+        if index_put is not None:
+            for rec in records:
+                if rec.keys or rec.uniq_key:
+                    index_put(rec.topic, rec.keys, rec.uniq_key, rec.phys_offset, rec.store_timestamp, rec.sys_flag)
         if self.dispatchers:
-            requests = [_request(rec) for rec in batch]
+            requests = [_request(rec) for rec in records]
             for dispatcher in self.dispatchers:
                 dispatcher.dispatch(requests)
-        if notify and wakeups and self.listeners and not self._wakeup_scheduled:
-            self._wakeup_scheduled = True
-            asyncio.get_running_loop().call_soon(self._notify)
-        elif not self.listeners:
-            wakeups.clear()
+        if self.listeners:
+            self._wakeups[key] = records[-1].queue_offset + 1
+            if not self._wakeup_scheduled:
+                self._wakeup_scheduled = True
+                asyncio.get_running_loop().call_soon(self._notify)
+
+    def dispatch(self, records: list[Appended], notify: bool = True) -> None:
+        """Write the ConsumeQueue entries and index keys of `records`, in order."""
+        table = self.queues.queues
+        dirty = self.queues.dirty
+        wakeups = self._wakeups
+        index_put = self.index.put if self.index is not None else None
+        cq: ConsumeQueue | None = None
+        cq_key: tuple[str, int] | None = None
+        for rec in records:
+            tran = rec.sys_flag & TRANSACTION_TYPE_MASK
+            if tran != TRANSACTION_PREPARED_TYPE and tran != TRANSACTION_ROLLBACK_TYPE:
+                key = (rec.topic, rec.queue_id)
+                if key != cq_key:
+                    cq_key = key
+                    cq = table.get(key) or self.queues.find_or_create(rec.topic, rec.queue_id)
+                    dirty.add(cq)
+                assert cq is not None
+                cq.put(rec.phys_offset, rec.size, rec.tags_code, rec.queue_offset)
+                if notify:
+                    wakeups[key] = rec.queue_offset + 1
+            if index_put is not None and (rec.keys or rec.uniq_key):
+                index_put(rec.topic, rec.keys, rec.uniq_key, rec.phys_offset, rec.store_timestamp, rec.sys_flag)
+        if self.dispatchers:
+            requests = [_request(rec) for rec in records]
+            for dispatcher in self.dispatchers:
+                dispatcher.dispatch(requests)
+        if wakeups:
+            if not self.listeners:
+                wakeups.clear()
+            elif not self._wakeup_scheduled:
+                self._wakeup_scheduled = True
+                asyncio.get_running_loop().call_soon(self._notify)
 
     def _notify(self) -> None:
         self._wakeup_scheduled = False
@@ -137,7 +175,6 @@ class Dispatcher:
 
 
 def _request(rec: Appended) -> DispatchRequest:
-    props = rec.properties
     return DispatchRequest(
         topic=rec.topic,
         queue_id=rec.queue_id,
@@ -146,8 +183,8 @@ def _request(rec: Appended) -> DispatchRequest:
         tags_code=rec.tags_code,
         store_timestamp=rec.store_timestamp,
         consume_queue_offset=rec.queue_offset,
-        keys=props.get(mc.KEYS, ""),
-        uniq_key=props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""),
+        keys=rec.keys,
+        uniq_key=rec.uniq_key,
         sys_flag=rec.sys_flag,
         prepared_transaction_offset=rec.prepared_transaction_offset,
     )

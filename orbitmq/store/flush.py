@@ -137,7 +137,7 @@ class IntervalFlush:
     def __init__(
         self,
         name: str,
-        flush: Callable[[], None],
+        flush: Callable[[], Callable[[], None]],
         dirty_bytes: Callable[[], int],
         executor: concurrent.futures.Executor,
         interval_ms: int,
@@ -145,6 +145,7 @@ class IntervalFlush:
         thorough_ms: int,
     ) -> None:
         self.name = name
+        #: Called on the loop: snapshots what to flush and returns the blocking work.
         self._flush = flush
         self._dirty_bytes = dirty_bytes
         self._executor = executor
@@ -168,7 +169,7 @@ class IntervalFlush:
             return
         self._last = now
         try:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self._flush)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._flush())
         except OSError as exc:
             log.error("%s flush failed: %s", self.name, exc)
             self.error = exc

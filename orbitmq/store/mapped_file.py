@@ -163,7 +163,12 @@ class MappedFile:
         """
         target = self.wrote_position
         if target > self.flushed_position and not self._closed:
-            os.fdatasync(self.fd)
+            try:
+                os.fdatasync(self.fd)
+            except OSError:
+                if self._closed:  # deleted by cleaning meanwhile: nothing left to flush
+                    return self.flushed_position
+                raise
             self.flushed_position = max(self.flushed_position, target)
         return self.flushed_position
 

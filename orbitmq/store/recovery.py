@@ -76,7 +76,8 @@ def recover_abnormally(
             [
                 Appended(
                     msg.topic, msg.queue_id, msg.commit_log_offset, size, msg.queue_offset, tags_code,
-                    msg.store_timestamp, msg.sys_flag, props, msg.prepared_transaction_offset,
+                    msg.store_timestamp, msg.sys_flag, props.get(mc.KEYS, ""),
+                    props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""), msg.prepared_transaction_offset,
                 )
             ]
         )

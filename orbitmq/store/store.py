@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Self
 
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
-from orbitmq.common.msgid import offset_msg_id_from_bytes, parse_host
 from orbitmq.common.names import is_name_legal
 from orbitmq.common.record import TRANSACTION_TYPE_MASK, decode_record
 from orbitmq.errors import CorruptRecord
@@ -42,12 +41,13 @@ from orbitmq.store.api import (
 )
 from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remove_abort_marker
 from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
-from orbitmq.store.commitlog import Appended, AppendFailure, CommitLog
+from orbitmq.store.commitlog import AppendFailure, CommitLog
 from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
 from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher
 from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
 from orbitmq.store.indexfile import IndexService
 from orbitmq.store.reading import QueueReader, offset_by_time
+from orbitmq.store.record_writer import offset_id_prefix
 from orbitmq.store.recovery import (
     DEFAULT_DELAY_LEVELS_MS,
     crash_scan_start,
@@ -93,9 +93,7 @@ class DefaultMessageStore:
             if config.message_index_enable
             else None
         )
-        self.dispatcher = Dispatcher(self.queues)
-        if self.index is not None:
-            self.dispatcher.dispatchers.append(self.index)
+        self.dispatcher = Dispatcher(self.queues, self.index)
         self.reader = QueueReader(config, self.commitlog)
         self.checkpoint: StoreCheckpoint | None = None
         self.cleaner = CleanService(self, disk_usage)
@@ -104,7 +102,6 @@ class DefaultMessageStore:
         self._running = False
         self._lock_fd = -1
         self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
-        self._store_ip_cache: tuple[str, bytes, int] = ("", b"", 0)
         #: True when the last start found the abort marker (a crash recovery ran).
         self.recovered_from_crash = False
 
@@ -127,14 +124,14 @@ class DefaultMessageStore:
             self._group.flushed_offset = commitlog.max_offset
         else:
             flusher = IntervalFlush(
-                "CommitLog", self._flush_commitlog_blocking,
+                "CommitLog", self._commitlog_flush_job,
                 lambda: commitlog.max_offset - commitlog.log.flushed_offset, self._flush_pool,
                 config.flush_interval_commit_log, config.flush_commit_log_least_pages,
                 config.flush_commit_log_thorough_interval,
             )
             self._tasks.append(loop.create_task(flusher.run()))
         self._logics_flusher = IntervalFlush(
-            "ConsumeQueue", self._flush_logics_blocking, self._logics_dirty, self._logics_pool,
+            "ConsumeQueue", self._logics_flush_job, self._logics_dirty, self._logics_pool,
             config.flush_interval_consume_queue, config.flush_consume_queue_least_pages,
             config.flush_consume_queue_thorough_interval,
         )
@@ -203,7 +200,7 @@ class DefaultMessageStore:
         self._tasks.clear()
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._flush_pool, self._flush_commitlog_blocking)
-        await loop.run_in_executor(self._logics_pool, self._flush_logics_blocking)
+        await loop.run_in_executor(self._logics_pool, self._logics_flush_job())
         self.commitlog.close()
         self.queues.close()
         if self.index is not None:
@@ -231,6 +228,9 @@ class DefaultMessageStore:
         self.commitlog.log.flush()
         self._on_commitlog_flushed(target, ts)
 
+    def _commitlog_flush_job(self) -> Callable[[], None]:
+        return self._flush_commitlog_blocking
+
     def _on_commitlog_flushed(self, target: int, ts: int | None = None) -> None:
         checkpoint = self.checkpoint
         if checkpoint is not None:
@@ -240,22 +240,26 @@ class DefaultMessageStore:
     def _logics_dirty(self) -> int:
         return len(self.queues.dirty) * IntervalFlush.PAGE + (4096 if self.index is not None else 0)
 
-    def _flush_logics_blocking(self) -> None:
-        """fsync dirty ConsumeQueues and the index, then the checkpoint (worker thread)."""
-        # Everything below this offset was dispatched before we look at the queues.
+    def _logics_flush_job(self) -> Callable[[], None]:
+        """On the loop: note how far dispatch got and take the dirty queues; the returned
+        job fsyncs them, the index and then the checkpoint (in a worker thread)."""
         covered = self.commitlog.max_offset
         ts = self.commitlog.last_store_timestamp
         dirty, self.queues.dirty = self.queues.dirty, set()
-        for cq in dirty:
-            cq.log.flush()
-        index_ts = self.index.flush() if self.index is not None else ts
-        checkpoint = self.checkpoint
-        if checkpoint is None:
-            return
-        checkpoint.logics_msg_timestamp = ts
-        checkpoint.index_msg_timestamp = index_ts or ts
-        checkpoint.logics_phy_offset = covered
-        checkpoint.flush()
+
+        def job() -> None:
+            for cq in dirty:
+                cq.log.flush()
+            index_ts = self.index.flush() if self.index is not None else ts
+            checkpoint = self.checkpoint
+            if checkpoint is None:
+                return
+            checkpoint.logics_msg_timestamp = ts
+            checkpoint.index_msg_timestamp = index_ts or ts
+            checkpoint.logics_phy_offset = covered
+            checkpoint.flush()
+
+        return job
 
     # --- writing ---------------------------------------------------------------------
 
@@ -313,8 +317,9 @@ class DefaultMessageStore:
             records = self.commitlog.append_batch(batch, self.clock_ms())
         except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
-        self.dispatcher.dispatch(records)
-        ids = self._offset_ids(batch.store_host, records)
+        self.dispatcher.dispatch_batch(records)
+        prefix = offset_id_prefix(batch.store_host)
+        ids = [f"{prefix}{r.phys_offset:016X}" for r in records]
         first, last = records[0], records[-1]
         result = AppendMessageResult(
             AppendMessageStatus.PUT_OK, first.phys_offset, last.phys_offset + last.size - first.phys_offset,
@@ -324,13 +329,6 @@ class DefaultMessageStore:
         if self._group is not None and "WAIT\x01false" not in batch.properties_string:
             status = await self._await_flush(last.phys_offset + last.size)
         return PutMessageResult(status, result)
-
-    def _offset_ids(self, store_host: str, records: list[Appended]) -> list[str]:
-        host, ip, port = self._store_ip_cache
-        if host != store_host:
-            ip, port = parse_host(store_host)
-            self._store_ip_cache = (store_host, ip, port)
-        return [offset_msg_id_from_bytes(ip, port, r.phys_offset) for r in records]
 
     async def _await_flush(self, end_offset: int) -> PutMessageStatus:
         assert self._group is not None
