@@ -25,6 +25,7 @@ from typing import Self
 from orbitmq.admin import wire
 from orbitmq.admin.models import (
     ClusterInfo,
+    ConsumerConnection,
     ConsumeStats,
     PullResult,
     QueueProgress,
@@ -194,6 +195,37 @@ class AdminClient:
     async def create_subscription_group(self, broker_addr: str, config: SubscriptionGroupConfig) -> None:
         body = wire.dump_json(config.to_json())
         await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+
+    async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the broker's subscription groups by name."""
+        response = await self._call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        table = wire.json_object(response.body_bytes()).get("subscriptionGroupTable") or {}
+        try:
+            configs = [SubscriptionGroupConfig.from_json(v) for v in table.values()]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise wire.bad_body(f"subscription group table: {exc}") from None
+        return {c.group_name: c for c in sorted(configs, key=lambda c: c.group_name)}
+
+    async def delete_subscription_group(self, broker_addr: str, group: str, remove_offset: bool = False) -> None:
+        fields = {"groupName": group, "removeOffset": "true" if remove_offset else "false"}
+        await self._call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields)
+
+    async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST; ConsumerNotOnline when no client of the group is connected."""
+        response = await self._call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+        try:
+            return ConsumerConnection.from_json(wire.json_object(response.body_bytes()))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise wire.bad_body(f"consumer connection: {exc}") from None
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG: the broker's effective settings under RocketMQ's key names."""
+        response = await self._call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return wire.parse_properties(response.body_bytes())
+
+    async def update_broker_config(self, broker_addr: str, settings: Mapping[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG with `key=value` lines; the broker refuses unknown keys or bad values."""
+        await self._call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, None, wire.format_properties(settings))
 
     # --- consumer progress and offsets -------------------------------------------
 

@@ -238,6 +238,21 @@ class SubscriptionGroupConfig:
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
 
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
+        defaults = cls(str(obj["groupName"]))
+        return cls(
+            defaults.group_name,
+            bool(obj.get("consumeEnable", defaults.consume_enable)),
+            bool(obj.get("consumeFromMinEnable", defaults.consume_from_min_enable)),
+            bool(obj.get("consumeBroadcastEnable", defaults.consume_broadcast_enable)),
+            int(obj.get("retryQueueNums", defaults.retry_queue_nums)),
+            int(obj.get("retryMaxTimes", defaults.retry_max_times)),
+            int(obj.get("brokerId", defaults.broker_id)),
+            int(obj.get("whichBrokerWhenConsumeSlowly", defaults.which_broker_when_consume_slowly)),
+            bool(obj.get("notifyConsumerIdsChangedEnable", defaults.notify_consumer_ids_changed_enable)),
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "brokerId": self.broker_id,
@@ -250,6 +265,44 @@ class SubscriptionGroupConfig:
             "retryQueueNums": self.retry_queue_nums,
             "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """One client connection of a consumer group (ConsumerConnection.connectionSet, §4.10)."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST: who is online in a group and what it subscribes to."""
+
+    connections: tuple[Connection, ...]
+    #: topic -> subscription expression
+    subscriptions: Mapping[str, str]
+    consume_type: str = ""
+    message_model: str = ""
+    consume_from_where: str = ""
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> ConsumerConnection:
+        conns = sorted(
+            (
+                Connection(str(c.get("clientId", "")), str(c.get("clientAddr", "")), str(c.get("language", "")),
+                           int(c.get("version", 0)))
+                for c in obj.get("connectionSet") or []
+            ),
+            key=lambda c: c.client_id,
+        )
+        subs = {str(t): str((d or {}).get("subString", "")) for t, d in (obj.get("subscriptionTable") or {}).items()}
+        return cls(
+            tuple(conns), dict(sorted(subs.items())), str(obj.get("consumeType") or ""),
+            str(obj.get("messageModel") or ""), str(obj.get("consumeFromWhere") or ""),
+        )
 
 
 @dataclass(frozen=True, slots=True)

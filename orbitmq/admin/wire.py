@@ -80,6 +80,31 @@ def queue_keyed(table: Any) -> list[tuple[MessageQueue, Any]]:
     return out
 
 
+def parse_properties(raw: bytes) -> dict[str, str]:
+    """`key=value` lines as Java's Properties text (what GET_BROKER_CONFIG returns); comments skipped."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_body("broker config is not UTF-8") from None
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise bad_body(f"config line without '=': {line[:60]!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def format_properties(settings: Mapping[str, str]) -> bytes:
+    for key, value in settings.items():
+        if not key or any(c in key for c in "=\n\r") or any(c in value for c in "\n\r"):
+            raise ValueError(f"cannot send setting {key!r}={value!r}")
+    return "".join(f"{k}={v}\n" for k, v in settings.items()).encode("utf-8")
+
+
 def decode_messages(raw: bytes) -> list[MessageExt]:
     """Stored records back to back (pull, query and view bodies)."""
     try:

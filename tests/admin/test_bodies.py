@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orbitmq.admin import wire
-from orbitmq.admin.models import ClusterInfo, TopicRoute
+from orbitmq.admin.models import ClusterInfo, ConsumerConnection, TopicRoute
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import encode_record
@@ -85,3 +85,24 @@ def test_records_back_to_back_decode_to_messages() -> None:
 def test_unique_ids_are_fresh_and_shaped_like_the_java_clients() -> None:
     a, b = wire.new_unique_id(), wire.new_unique_id()
     assert a != b and len(a) == 32 and a == a.upper()
+
+
+def test_consumer_connection_body_lists_clients_and_subscriptions() -> None:
+    body = (
+        b'{"connectionSet":[{"clientAddr":"192.168.0.9:54321","clientId":"192.168.0.9@12345#1234567890",'
+        b'"language":"JAVA","version":407}],"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",'
+        b'"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","subscriptionTable":{"T":'
+        b'{"classFilterMode":false,"codeSet":[2598919,2598920],"expressionType":"TAG","subString":"TagA || TagB",'
+        b'"subVersion":1700000000000,"tagsSet":["TagA","TagB"],"topic":"T"}}}'
+    )
+    conn = ConsumerConnection.from_json(wire.json_object(body))
+    assert conn.connections[0].client_addr == "192.168.0.9:54321" and conn.connections[0].version == 407
+    assert conn.subscriptions == {"T": "TagA || TagB"}
+    assert (conn.consume_type, conn.message_model) == ("CONSUME_PASSIVELY", "CLUSTERING")
+
+
+def test_broker_config_text_parses_as_java_properties() -> None:
+    raw = b"# comment\nbrokerName=broker-a\nbrokerIP2=\nmsgTraceTopicName = RMQ_SYS_TRACE_TOPIC\n"
+    assert wire.parse_properties(raw) == {"brokerName": "broker-a", "brokerIP2": "", "msgTraceTopicName": "RMQ_SYS_TRACE_TOPIC"}
+    with pytest.raises(BrokerError):
+        wire.parse_properties(b"no equals sign here\n")

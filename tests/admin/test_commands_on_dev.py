@@ -201,3 +201,33 @@ def test_a_unique_key_that_is_not_an_offset_id_needs_a_topic_and_is_found_with_o
     assert code == 2 and "-t topic" in err
     eventually(lambda: admin(dev, "queryMsgById", "-i", unique_id, "-t", "AdminUniq")[0] == 0, timeout=10)
     assert "by uniq" in ok(dev, "queryMsgById", "-i", unique_id, "-t", "AdminUniq")
+
+
+def test_update_sub_group_settings_show_in_get_consumer_config_until_delete_sub_group(dev: DevCluster) -> None:
+    cluster = cluster_of(dev)
+    ok(dev, "updateSubGroup", "-c", cluster, "-g", "AdminSettings", "-q", "3", "-r", "5", "-s", "false")
+    config = {
+        k.strip(): v.strip() for k, v in
+        (line.split(" : ") for line in ok(dev, "getConsumerConfig", "-g", "AdminSettings").splitlines()[1:])
+    }
+    assert (config["retryQueueNums"], config["retryMaxTimes"], config["consumeEnable"]) == ("3", "5", "false")
+    assert "success" in ok(dev, "deleteSubGroup", "-c", cluster, "-g", "AdminSettings")
+    code, _, err = admin(dev, "getConsumerConfig", "-g", "AdminSettings")
+    assert code == 1 and "AdminSettings" in err
+
+
+def test_update_broker_config_changes_what_get_broker_config_reports(dev: DevCluster) -> None:
+    def setting(name: str) -> str:
+        lines = ok(dev, "getBrokerConfig", "-b", dev.broker_addr).splitlines()
+        return next(line.split("=", 1)[1].strip() for line in lines if line.split("=")[0].strip() == name)
+
+    assert setting("brokerName") == dev.broker_name
+    ok(dev, "updateBrokerConfig", "-b", dev.broker_addr, "-k", "defaultTopicQueueNums", "-v", "5")
+    assert setting("defaultTopicQueueNums") == "5"
+    code, _, err = admin(dev, "updateBrokerConfig", "-b", dev.broker_addr, "-k", "longPollingEnable", "-v", "maybe")
+    assert code == 1 and err.startswith("error: CODE: 1 ")
+
+
+def test_consumer_connection_of_a_group_with_no_client_online_fails_with_code_206(dev: DevCluster) -> None:
+    code, out, err = admin(dev, "consumerConnection", "-g", "AdminNobodyHome")
+    assert (code, out) == (1, "") and "CODE: 206" in err

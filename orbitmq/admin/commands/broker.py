@@ -23,12 +23,64 @@ def broker_status(broker_addr: str | None, cluster: str | None, namesrv: str | N
         if broker_addr:
             click.echo(render_kv(await admin.broker_runtime_info(broker_addr), sort=True))
             return
-        assert cluster is not None
-        for name, addr in sorted((await admin.cluster_masters(cluster)).items()):
+        for addr in await target_addrs(admin, None, cluster):
             table = await admin.broker_runtime_info(addr)
             click.echo(render_kv([(f"{addr} {k}", v) for k, v in sorted(table.items())]))
 
     run_admin(namesrv, timeout, action)
 
 
-COMMANDS = [broker_status]
+async def target_addrs(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:
+    if broker_addr:
+        return [broker_addr]
+    assert cluster is not None
+    return [addr for _, addr in sorted((await admin.cluster_masters(cluster)).items())]
+
+
+@click.command("getBrokerConfig")
+@click.option("-b", "--brokerAddr", "broker_addr", help="Broker address host:port.")
+@click.option("-c", "--clusterName", "cluster", help="Every master of this cluster.")
+@namesrv_option
+@timeout_option
+def get_broker_config(broker_addr: str | None, cluster: str | None, namesrv: str | None, timeout: float) -> None:
+    """Print a broker's effective configuration as `key = value` lines."""
+    if bool(broker_addr) == bool(cluster):
+        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+
+    async def action(admin: AdminClient) -> None:
+        for addr in await target_addrs(admin, broker_addr, cluster):
+            config = await admin.broker_config(addr)
+            click.echo(f"============{addr}============")
+            width = max((len(k) for k in config), default=0)
+            for k, v in sorted(config.items()):
+                click.echo(f"{k.ljust(width)} = {v}".rstrip())
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("updateBrokerConfig")
+@click.option("-b", "--brokerAddr", "broker_addr", help="Broker address host:port.")
+@click.option("-c", "--clusterName", "cluster", help="Every master of this cluster.")
+@click.option("-k", "--key", required=True, help="Setting name (RocketMQ's, e.g. brokerPermission).")
+@click.option("-v", "--value", required=True, help="New value.")
+@namesrv_option
+@timeout_option
+def update_broker_config(
+    broker_addr: str | None, cluster: str | None, key: str, value: str, namesrv: str | None, timeout: float
+) -> None:
+    """Change one broker setting at runtime."""
+    if bool(broker_addr) == bool(cluster):
+        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not key.strip() or any(c in key for c in "=\r\n") or any(c in value for c in "\r\n"):
+        raise click.BadParameter("key and value must be one line each, and the key must not contain '='",
+                                 param_hint="'-k' / '-v'")
+
+    async def action(admin: AdminClient) -> None:
+        for addr in await target_addrs(admin, broker_addr, cluster):
+            await admin.update_broker_config(addr, {key.strip(): value.strip()})
+            click.echo(f"update broker config success, {addr}")
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [broker_status, get_broker_config, update_broker_config]

@@ -8,7 +8,7 @@ import click
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.models import QueueProgress, SubscriptionGroupConfig
-from orbitmq.admin.output import format_millis, render_table
+from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_group
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, TopicNotExist
@@ -125,4 +125,84 @@ def update_sub_group(
     run_admin(namesrv, timeout, action)
 
 
-COMMANDS = [consumer_progress, update_sub_group]
+@click.command("deleteSubGroup")
+@click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
+@click.option("-b", "--brokerAddr", "broker_addr", help="Delete on this broker (host:port).")
+@click.option("-c", "--clusterName", "cluster", help="Delete on every master of this cluster.")
+@click.option("-r", "--removeOffset", "remove_offset", type=click.BOOL, default=False, show_default=True,
+              help="Also drop the group's committed offsets.")
+@namesrv_option
+@timeout_option
+def delete_sub_group(
+    group: str, broker_addr: str | None, cluster: str | None, remove_offset: bool, namesrv: str | None,
+    timeout: float,
+) -> None:
+    """Delete a subscription group from brokers."""
+    validated_group(group)
+    if bool(broker_addr) == bool(cluster):
+        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+
+    async def action(admin: AdminClient) -> None:
+        if broker_addr:
+            addrs = [broker_addr]
+        else:
+            assert cluster is not None
+            addrs = list((await admin.cluster_masters(cluster)).values())
+        for addr in addrs:
+            await admin.delete_subscription_group(addr, group, remove_offset)
+            click.echo(f"delete subscription group [{group}] from broker [{addr}] success.")
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("getConsumerConfig")
+@click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
+@namesrv_option
+@timeout_option
+def get_consumer_config(group: str, namesrv: str | None, timeout: float) -> None:
+    """Print a subscription group's settings on every master broker that has it."""
+    validated_group(group)
+
+    async def action(admin: AdminClient) -> None:
+        info = await admin.cluster_info()
+        blocks = []
+        for name, data in info.brokers.items():
+            if not data.master_addr:
+                continue
+            config = (await admin.subscription_groups(data.master_addr)).get(group)
+            if config is not None:
+                values = [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in config.to_json().items()]
+                blocks.append(f"============{name} {data.master_addr}============\n" + render_kv(values))
+        if not blocks:
+            raise ClientError(f"no broker has subscription group {group!r}")
+        click.echo("\n".join(blocks))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("consumerConnection")
+@click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
+@namesrv_option
+@timeout_option
+def consumer_connection(group: str, namesrv: str | None, timeout: float) -> None:
+    """List the online clients of a consumer group and what they subscribe to."""
+    validated_group(group)
+
+    async def action(admin: AdminClient) -> None:
+        brokers = await group_brokers(admin, group)
+        if not brokers:
+            raise ClientError("no master broker is registered with the NameServer")
+        conn = await admin.consumer_connection(next(iter(brokers.values())), group)
+        rows = [(c.client_id, c.client_addr, c.language, c.version) for c in conn.connections]
+        click.echo(render_table(["ClientId", "ClientAddr", "Language", "Version"], rows))
+        click.echo("")
+        click.echo(render_table(["Topic", "SubExpression"], list(conn.subscriptions.items())))
+        click.echo("")
+        click.echo(f"ConsumeType: {conn.consume_type}")
+        click.echo(f"MessageModel: {conn.message_model}")
+        click.echo(f"ConsumeFromWhere: {conn.consume_from_where}")
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [consumer_progress, update_sub_group, delete_sub_group, get_consumer_config, consumer_connection]
