@@ -16,18 +16,22 @@ dropped, so queue offsets stay dense and no torn record is ever served.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Sequence
 
-from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.names import SCHEDULE_TOPIC
-from orbitmq.common.record import decode_record
+from orbitmq.common.record import BORNHOST_V6, MAGIC_V1, RECORD_PREFIX, STOREHOST_V6
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commitlog import Appended, CommitLog
 from orbitmq.store.dispatch import ConsumeQueueTable
 from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.record_writer import peek_property
 
 log = logging.getLogger(__name__)
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
 
 #: RocketMQ's delay levels 1..18 in ms (messageDelayLevel), for the schedule topic's tag slot.
 DEFAULT_DELAY_LEVELS_MS: tuple[int, ...] = tuple(
@@ -65,27 +69,52 @@ def recover_abnormally(
             break
     log.info("crash recovery: validating the CommitLog from offset %d", start_offset)
 
+    pending: list[Appended] = []
+
     def dispatch(mf: MappedFile, pos: int, size: int) -> None:
-        msg = decode_record(mf.view, pos, with_body=False, decompress=False)
-        props = msg.properties
-        if msg.topic == SCHEDULE_TOPIC:
-            tags_code = _delivery_time(props, msg.store_timestamp, delay_levels_ms)
-        else:
-            tags_code = tag_hash_code(props.get(mc.TAGS))
-        redispatch(
-            [
-                Appended(
-                    msg.topic, msg.queue_id, msg.commit_log_offset, size, msg.queue_offset, tags_code,
-                    msg.store_timestamp, msg.sys_flag, props.get(mc.KEYS, ""),
-                    props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""), msg.prepared_transaction_offset,
-                )
-            ]
-        )
-        commitlog.last_store_timestamp = max(commitlog.last_store_timestamp, msg.store_timestamp)
+        rec = read_dispatch_fields(mf.view, pos, size, mf.file_from_offset + pos, delay_levels_ms)
+        pending.append(rec)
+        if len(pending) >= 1024:
+            redispatch(pending[:])
+            pending.clear()
 
     end = _scan(commitlog, files[start_index:], check_crc, dispatch, start_offset)
+    if pending:
+        redispatch(pending)
     _finish(commitlog, queues, end)
     return end
+
+
+def read_dispatch_fields(
+    view: memoryview, pos: int, size: int, phys: int, delay_levels_ms: Sequence[int]
+) -> Appended:
+    """What dispatch needs from a validated record, read without decoding the whole message."""
+    _, magic, _, queue_id, _, queue_offset, _, sys_flag = RECORD_PREFIX.unpack_from(view, pos)
+    p = pos + RECORD_PREFIX.size + 8 + (20 if sys_flag & BORNHOST_V6 else 8)
+    (store_ts,) = _I64.unpack_from(view, p)
+    p += 8 + (20 if sys_flag & STOREHOST_V6 else 8) + 4
+    (prepared,) = _I64.unpack_from(view, p)
+    (body_len,) = _I32.unpack_from(view, p + 8)
+    p += 12 + body_len
+    if magic == MAGIC_V1:
+        topic_len = view[p]
+        p += 1
+    else:
+        (topic_len,) = _U16.unpack_from(view, p)
+        p += 2
+    topic = bytes(view[p : p + topic_len]).decode("utf-8", "replace")
+    p += topic_len
+    (props_len,) = _U16.unpack_from(view, p)
+    raw = bytes(view[p + 2 : p + 2 + props_len])
+    if topic == SCHEDULE_TOPIC:
+        tags_code = _delivery_time(peek_property(raw, b"DELAY\x01", b"\x02DELAY\x01"), store_ts, delay_levels_ms)
+    else:
+        tags_code = tag_hash_code(peek_property(raw, b"TAGS\x01", b"\x02TAGS\x01") or None)
+    return Appended(
+        topic, queue_id, phys, size, queue_offset, tags_code, store_ts, sys_flag,
+        peek_property(raw, b"KEYS\x01", b"\x02KEYS\x01"),
+        peek_property(raw, b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01"), prepared,
+    )
 
 
 def crash_scan_start(commitlog: CommitLog, checkpoint: StoreCheckpoint) -> int:
@@ -154,9 +183,10 @@ def _finish(commitlog: CommitLog, queues: ConsumeQueueTable, end: int) -> None:
         cq.correct_min_offset(min_phys)
 
 
-def _delivery_time(props: dict[str, str], store_timestamp: int, levels: Sequence[int]) -> int:
+def _delivery_time(delay: str, store_timestamp: int, levels: Sequence[int]) -> int:
+    """The schedule topic's tag slot: when a message of this delay level is due."""
     try:
-        level = int(props.get(mc.DELAY_TIME_LEVEL, "0"))
+        level = int(delay or "0")
     except ValueError:
         return store_timestamp
     if level <= 0 or not levels:

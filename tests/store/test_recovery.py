@@ -153,3 +153,21 @@ async def test_checkpoint_records_flush_progress_in_rocketmq_layout(tmp_path: Pa
     raw = (tmp_path / "checkpoint").read_bytes()
     physic, logics, index = struct.unpack_from(">qqq", raw, 0)
     assert physic >= 1_700_000_000_000 and logics >= 1_700_000_000_000 and index > 0
+
+
+async def test_rebuilt_schedule_queue_entries_carry_the_delivery_time(tmp_path: Path) -> None:
+    config = small_config(tmp_path)
+    async with DefaultMessageStore(config) as store:
+        msg = message(topic="SCHEDULE_TOPIC_XXXX", queue_id=2, properties={"DELAY": "3"})
+        result = await store.put_message(msg)
+        assert result.append_result is not None
+        stored_at = result.append_result.store_timestamp
+    for f in (tmp_path / "consumequeue" / "SCHEDULE_TOPIC_XXXX" / "2").iterdir():
+        f.unlink()
+    patch_file(tmp_path / "checkpoint", 0, bytes(CHECKPOINT_SIZE))
+    (tmp_path / "abort").touch()
+    async with DefaultMessageStore(config) as store:
+        cq = store.queues.find("SCHEDULE_TOPIC_XXXX", 2)
+        assert cq is not None
+        # Level 3 is 10 s in RocketMQ's default table.
+        assert cq.entry(0) == (0, result.append_result.wrote_bytes, stored_at + 10_000)
