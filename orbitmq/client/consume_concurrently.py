@@ -27,6 +27,7 @@ from orbitmq.client.offset_store import OffsetStore
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import ConsumeResult
+from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.common.message import MessageExt
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,5 @@ class ConcurrentConsumeService:
         pending = list(self._tasks)
         if pending:
             _, still = await asyncio.wait(pending, timeout=timeout_s)
-            for task in still:
-                task.cancel()
-            if still:
-                await asyncio.wait(still, timeout=1.0)
+            await cancel_and_wait(still, 1.0)
         self.runner.close()

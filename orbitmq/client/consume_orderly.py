@@ -25,6 +25,7 @@ from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import ConsumeOrderlyResult, ConsumeResult
+from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.common.message import MessageExt
 
 log = logging.getLogger(__name__)
@@ -138,13 +139,9 @@ class OrderlyConsumeService:
 
     async def shutdown(self, timeout_s: float) -> None:
         if self._renewer is not None:
-            self._renewer.cancel()
-            await asyncio.gather(self._renewer, return_exceptions=True)
+            await cancel_and_wait([self._renewer])
         pending = list(self._tasks)
         if pending:
             _, still = await asyncio.wait(pending, timeout=timeout_s)
-            for task in still:
-                task.cancel()
-            if still:
-                await asyncio.wait(still, timeout=1.0)
+            await cancel_and_wait(still, 1.0)
         self.runner.close()

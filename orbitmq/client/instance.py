@@ -20,7 +20,6 @@ All state is owned by the event loop the instance was created in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -39,6 +38,7 @@ from orbitmq.client.routes import (
     publish_queues,
     subscribe_queues,
 )
+from orbitmq.client.tasks import cancel_and_wait, sleep_or_wake
 from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError, TopicNotExist
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
@@ -144,11 +144,7 @@ class ClientInstance:
             return
         loop = asyncio.get_running_loop()
         self._registry.pop((id(loop), self.client_id), None)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(self._tasks)
         self._tasks.clear()
         await self.remoting.close()
 
@@ -353,8 +349,7 @@ class ClientInstance:
     async def _rebalance_loop(self) -> None:
         interval = getattr(self.config, "rebalance_interval_ms", 20_000) / 1000
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._rebalance_now.wait(), interval)
+            await sleep_or_wake(self._rebalance_now, interval)
             self._rebalance_now.clear()
             for consumer in list(self.consumers.values()):
                 try:

@@ -33,6 +33,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.subscription import SubscriptionData
+from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, RemotingError
@@ -121,9 +122,7 @@ class LitePullConsumer:
         instance, self._instance = self._instance, None
         if instance is None:
             return
-        for task in self._tasks.values():
-            task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await cancel_and_wait(self._tasks.values())
         self._tasks.clear()
         if self.config.auto_commit:
             await self._commit(oneway=False)

@@ -43,6 +43,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.subscription import SubscriptionData
+from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
@@ -156,9 +157,7 @@ class PushConsumer:
         instance, self._instance = self._instance, None
         if instance is None:
             return
-        for task in self._pull_tasks.values():
-            task.cancel()
-        await asyncio.gather(*self._pull_tasks.values(), return_exceptions=True)
+        await cancel_and_wait(self._pull_tasks.values())
         self._pull_tasks.clear()
         await self.consume_service.shutdown(SHUTDOWN_GRACE_S)
         held = list(self.rebalancer.process_queues)
