@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from orbitmq.broker.schedule import parse_delay_levels
 from orbitmq.errors import ConfigError
 from orbitmq.store.config import StoreConfig
 
@@ -84,6 +85,14 @@ class BrokerConfig:
     rebalance_lock_max_live_time: int = 60_000
     default_query_max_num: int = 32
     message_delay_level: str = DEFAULT_DELAY_LEVELS
+    #: How often delayOffset.json is written when delay-level progress moved.
+    flush_delay_offset_interval: int = 10_000
+    #: Furthest a timed message (TIMER_DELIVER_MS/TIMER_DELAY_SEC/TIMER_DELAY_MS) may ask; 7 days.
+    timer_max_delay_sec: int = 7 * 86_400
+    #: How often timerCheckpoint.json is written when timer progress moved (bounds redeliveries).
+    timer_flush_interval_ms: int = 100
+    #: SQL92 subscriptions are refused unless this is on (RocketMQ's default is off too).
+    enable_property_filter: bool = False
     reject_transaction_message: bool = False
     store_reply_message_enable: bool = True
     #: Seconds a clean shutdown waits for in-flight requests.
@@ -136,7 +145,15 @@ class BrokerConfig:
         updated.validate()
         return updated
 
+    @property
+    def delay_levels_ms(self) -> tuple[int, ...]:
+        """messageDelayLevel parsed: delay in ms of level 1, 2, ..."""
+        return parse_delay_levels(self.message_delay_level)
+
     def validate(self) -> None:
+        parse_delay_levels(self.message_delay_level)
+        if self.timer_max_delay_sec <= 0:
+            raise ConfigError("timerMaxDelaySec must be positive")
         if self.acl_enable:
             raise ConfigError("aclEnable=true: ACL is not supported by this broker yet")
         if not 0 <= self.listen_port <= 65535:

@@ -43,8 +43,11 @@ from orbitmq.broker.metadata import GROUPS, OFFSETS, TOPICS, MetadataFiles
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.registration import Registrar
+from orbitmq.broker.schedule import ScheduleService
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.timer.routing import DelayRouting
+from orbitmq.broker.timer.service import TimerService
 from orbitmq.broker.topics import TopicTable
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -138,6 +141,9 @@ class Broker:
         self._client_handlers: ClientHandlers | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.address: tuple[str, int] | None = None
+        #: Delay-level and timed-message delivery (broker/schedule.py, broker/timer/).
+        self.schedule: ScheduleService | None = None
+        self.timers: TimerService | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -195,6 +201,7 @@ class Broker:
         if self.topics.data_version != before:
             self.metadata.mark(TOPICS)
         store.add_dispatch_listener(self.waiters.notify)
+        self._create_delay_services(store)
 
         server = RemotingServer(config.listen_host, config.listen_port)
         self.server = server
@@ -206,6 +213,9 @@ class Broker:
             # Port 0: advertise the port the system chose.
             self.live.value = dataclasses.replace(self.live.value, listen_port=port)
         self.address = (host, port)
+        assert self.schedule is not None and self.timers is not None
+        await self.schedule.start()
+        await self.timers.start()
 
         self._client = RemotingClient()
         self.registrar = Registrar(
@@ -225,7 +235,7 @@ class Broker:
         SendHandlers(
             live=self.live, topics=self.topics, groups=self.groups, store=store,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
-            gate=self.send_gate,
+            gate=self.send_gate, before_put=self._delay_routing(),
         ).register(registry)
         PullHandler(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
@@ -249,6 +259,24 @@ class Broker:
             offsets=self.offsets, store=store, stats=self.stats, groups_changed=self._groups_changed,
             offsets_changed=self._offsets_changed,
         ).register(registry)
+
+    def _create_delay_services(self, store: MessageStore) -> None:
+        config = self.live.value
+        self.schedule = ScheduleService(
+            store, config.delay_levels_ms, config.store.config_dir, lambda: self.broker_addr,
+            flush_interval_ms=config.flush_delay_offset_interval, clock_ms=self.clock_ms,
+        )
+        self.timers = TimerService(
+            store, config.store.config_dir, lambda: self.broker_addr,
+            max_delay_ms=config.timer_max_delay_sec * 1000, flush_interval_ms=config.timer_flush_interval_ms,
+            clock_ms=self.clock_ms,
+        )
+        store.add_dispatch_listener(self.schedule.notify)
+        store.add_dispatch_listener(self.timers.notify)
+
+    def _delay_routing(self) -> DelayRouting:
+        assert self.schedule is not None and self.timers is not None
+        return DelayRouting(self.schedule, self.timers)
 
     @staticmethod
     async def _every(period_ms: int, action: Callable[[], None]) -> None:
@@ -297,6 +325,10 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=False)
             self.registrar = None
+        for service in (self.timers, self.schedule):
+            if service is not None:
+                await service.close()
+        self.timers = self.schedule = None
         if self.store is not None:
             try:
                 await self.metadata.close()

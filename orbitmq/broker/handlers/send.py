@@ -26,6 +26,7 @@ from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
+from orbitmq.broker.timer.routing import refuse_waiting_batch
 from orbitmq.broker.topics import MULTI_TAG, PERM_READ, PERM_WRITE, TopicConfig, TopicTable
 from orbitmq.common import names
 from orbitmq.common import properties as mc
@@ -133,7 +134,10 @@ class SendHandlers:
         stats: BrokerStats | None = None,
         gate: SendGate | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        before_put: Callable[[MessageExtBrokerInner], None] | None = None,
     ) -> None:
+        #: Rewrites a message that must wait (delay level, timer) before it is stored; may raise RequestError.
+        self.before_put = before_put
         self.stats = stats
         self.live = live
         self.topics = topics
@@ -259,6 +263,8 @@ class SendHandlers:
             reconsume_times=reconsume_times,
             tags_code=tag_hash_code(properties.get(mc.TAGS)),
         )
+        if self.before_put is not None:
+            self.before_put(msg)
         msg.refresh_properties_string()
         # A character encodes to at most 4 UTF-8 bytes: short strings need no encoding to be checked.
         if len(msg.properties_string) * 4 > mc.MAX_PROPERTIES_BYTES:
@@ -343,6 +349,7 @@ class SendHandlers:
         properties = mc.decode_properties(request.field("properties") or "")
         if int(properties.get(mc.DELAY_TIME_LEVEL, "0") or 0) > 0:
             raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay message")
+        refuse_waiting_batch(properties)
         properties[mc.CLUSTER] = config.broker_cluster_name
         if topic_config.topic_filter_type == MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG

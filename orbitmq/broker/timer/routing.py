@@ -1,0 +1,46 @@
+"""The send-path hook that sends a message to wait: by time (timer) or by delay level.
+
+`DelayRouting(schedule, timers)` is called with each single message after the
+broker built it and before it is stored. A message asking for a time goes to
+the timer (its DELAY, if any, is dropped: the explicit time wins); otherwise
+a DELAY level sends it to the schedule topic; otherwise nothing changes. A
+malformed time or one beyond the horizon is refused with MESSAGE_ILLEGAL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from orbitmq.broker.handlers.fields import RequestError
+from orbitmq.broker.schedule import ScheduleService
+from orbitmq.broker.timer import props as tp
+from orbitmq.broker.timer.service import TimerService
+from orbitmq.common import properties as mc
+from orbitmq.common.message import MessageExtBrokerInner
+from orbitmq.remoting.codes import ResponseCode
+
+_WATCHED = (mc.DELAY_TIME_LEVEL, *tp.REQUEST_NAMES)
+
+
+class DelayRouting:
+    def __init__(self, schedule: ScheduleService, timers: TimerService) -> None:
+        self.schedule = schedule
+        self.timers = timers
+
+    def __call__(self, msg: MessageExtBrokerInner) -> None:
+        """Rewrite `msg` in place (topic, queue, properties, tag slot) when it must wait."""
+        properties = msg.properties
+        if not any(name in properties for name in _WATCHED):
+            return
+        try:
+            if self.timers.rewrite(msg):
+                return
+        except tp.TimerPropertyError as exc:
+            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, str(exc)) from None
+        self.schedule.rewrite(msg)
+
+
+def refuse_waiting_batch(properties: Mapping[str, str]) -> None:
+    """Batches cannot wait: a batch asking for a time is refused as RocketMQ refuses delayed batches."""
+    if tp.has_timer(properties):
+        raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support timer message")

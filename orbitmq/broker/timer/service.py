@@ -1,0 +1,258 @@
+"""TimerService: timed messages stored on the CommitLog, delivered within a second of their time.
+
+A send asking for a time (`props.delivery_time`) is rewritten by `rewrite` to
+the internal topic rmq_sys_wheel_timer (one queue), with REAL_TOPIC/REAL_QID
+and TIMER_OUT_MS recording where and when it goes; the ConsumeQueue tag slot
+holds the delivery time as for the schedule topic. A time already reached
+is delivered at once (the message is stored in its real topic directly).
+
+The service's task reads new entries of that queue as the store dispatches
+them into a `TimerIndex` (a heap by delivery time), sleeps until the
+earliest is due, and writes due messages back to their real topics as new
+CommitLog records. After each round the index's checkpoint is saved to
+`<config dir>/timerCheckpoint.json` (atomically, at most every
+`flush_interval_ms`); at start the index is rebuilt from the queue beginning
+at the checkpoint's low offset. The persistence rule is in `index.py`: a
+crash loses no timer; timers delivered after the last save are delivered
+again (at least once).
+
+All state belongs to the event loop that ran `start()`; the index is changed
+only by the service's one task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from orbitmq.broker.schedule import is_delayable, restored_message
+from orbitmq.broker.timer import props as tp
+from orbitmq.broker.timer.index import TimerCheckpoint, TimerEntry, TimerIndex
+from orbitmq.common import jsonbody
+from orbitmq.common import properties as mc
+from orbitmq.common.message import MessageExtBrokerInner
+from orbitmq.common.record import decode_record
+from orbitmq.errors import ConfigError, OrbitMQError
+from orbitmq.store.api import GetMessageStatus, MessageStore
+from orbitmq.store.config_file import load_with_backup, write_atomically
+
+log = logging.getLogger("orbitmq.broker.timer")
+
+CHECKPOINT_FILE = "timerCheckpoint.json"
+#: Group name the service reads the timer queue under (only for the store's bookkeeping).
+TIMER_GROUP = "TIMER_CONSUMER"
+_LOAD_BATCH = 256
+_DELIVER_BATCH = 64
+_RETRY_AFTER_FAILURE_MS = 1000
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TimerService:
+    """See the module docstring. `notify` is a store dispatch listener."""
+
+    def __init__(
+        self,
+        store: MessageStore,
+        config_dir: str,
+        store_host: Callable[[], str],
+        *,
+        max_delay_ms: int,
+        flush_interval_ms: int = 100,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self.store = store
+        self.path = os.path.join(config_dir, CHECKPOINT_FILE)
+        self.store_host = store_host
+        self.max_delay_ms = max_delay_ms
+        self.flush_interval_ms = flush_interval_ms
+        self.clock_ms = clock_ms
+        self.index = TimerIndex(TimerCheckpoint())
+        self._wakeup = asyncio.Event()
+        self._latest = TimerCheckpoint()
+        self._saved = TimerCheckpoint()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._writing: asyncio.Future[None] | None = None
+
+    # --- send path -------------------------------------------------------------------
+
+    def rewrite(self, msg: MessageExtBrokerInner) -> bool:
+        """Route a message asking for a time. Returns True when it did (DELAY is then dropped).
+
+        Raises `props.TimerPropertyError` for a malformed time or one beyond the
+        horizon. Prepared and rollback transaction records keep no time.
+        """
+        properties = msg.properties
+        if not tp.has_timer(properties):
+            return False
+        if not is_delayable(msg.sys_flag):
+            tp.clear_request(properties)
+            return False
+        now = self.clock_ms()
+        deliver = tp.delivery_time(properties, now, self.max_delay_ms)
+        tp.clear_request(properties)
+        properties.pop(mc.DELAY_TIME_LEVEL, None)
+        assert deliver is not None
+        if deliver <= now:
+            return True
+        properties[tp.TIMER_OUT_MS] = str(deliver)
+        properties[tp.TIMER_ENQUEUE_MS] = str(now)
+        properties[mc.REAL_TOPIC] = msg.topic
+        properties[mc.REAL_QUEUE_ID] = str(msg.queue_id)
+        msg.topic = tp.TIMER_TOPIC
+        msg.queue_id = 0
+        msg.tags_code = deliver
+        return True
+
+    def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
+        if topic == tp.TIMER_TOPIC:
+            self._wakeup.set()
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the checkpoint and rebuild the index from the timer queue, then start delivering."""
+        try:
+            obj = load_with_backup(self.path, jsonbody.loads)
+            checkpoint = TimerCheckpoint.from_json(obj) if obj is not None else TimerCheckpoint()
+        except ValueError as exc:
+            raise ConfigError(f"{self.path} and its .bak are unreadable: {exc}") from exc
+        self.index = TimerIndex(checkpoint)
+        self._latest = self._saved = checkpoint
+        while self._load_new():
+            pass
+        log.info("timer: %d pending timers loaded from offset %d", len(self.index), checkpoint.low_offset)
+        self._tasks = [asyncio.ensure_future(self._run()), asyncio.ensure_future(self._save_loop())]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self._save()
+
+    # --- delivery --------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._wakeup.clear()
+            try:
+                wait_ms = await self._round()
+            except OrbitMQError:
+                log.exception("timer delivery failed; trying again")
+                wait_ms = _RETRY_AFTER_FAILURE_MS
+            self._latest = self.index.checkpoint()
+            if wait_ms == 0:
+                continue
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), None if wait_ms is None else wait_ms / 1000)
+            except TimeoutError:
+                pass
+
+    async def _round(self) -> int | None:
+        """Load, deliver what is due. Returns ms to wait (0: go on at once, None: until woken)."""
+        more_to_load = self._load_new()
+        now = self.clock_ms()
+        due = self.index.pop_due(now, _DELIVER_BATCH)
+        if due:
+            delivered = await self._deliver(due)
+            self.index.done(due[:delivered])
+            if delivered < len(due):
+                self.index.put_back(due[delivered:])
+                self.index.mark_delivered_until(now)
+                return _RETRY_AFTER_FAILURE_MS
+        self.index.mark_delivered_until(now)
+        if more_to_load or len(due) == _DELIVER_BATCH:
+            return 0
+        next_ms = self.index.next_due_ms()
+        if next_ms is None:
+            return None
+        return max(next_ms - self.clock_ms(), 0)
+
+    def _load_new(self) -> bool:
+        """Index the queue's new entries; True when a full batch was read (more may follow)."""
+        index = self.index
+        offset = index.scan_offset
+        result = self.store.get_message(TIMER_GROUP, tp.TIMER_TOPIC, 0, offset, _LOAD_BATCH)
+        with result:
+            if result.status is not GetMessageStatus.FOUND:
+                if result.status is GetMessageStatus.OFFSET_OVERFLOW_BADLY:
+                    log.error("timer queue is shorter than the checkpoint (%d); starting at its end", offset)
+                    index.scan_offset = self.store.get_max_offset_in_queue(tp.TIMER_TOPIC, 0)
+                elif result.next_begin_offset > offset:
+                    index.scan_offset = result.next_begin_offset
+                    return True
+                return False
+            for buf, queue_offset in zip(result.buffers, result.queue_offsets):
+                try:
+                    stored = decode_record(buf, with_body=False, decompress=False)
+                except OrbitMQError:
+                    log.error("timer queue entry %d is unreadable; skipped", queue_offset)
+                    index.skip(queue_offset)
+                    continue
+                deliver = tp.stored_delivery_time(stored.properties)
+                if deliver is None:
+                    log.error("timer queue entry %d has no %s; skipped", queue_offset, tp.TIMER_OUT_MS)
+                    index.skip(queue_offset)
+                    continue
+                index.load(TimerEntry(deliver, queue_offset, stored.commit_log_offset, stored.store_size))
+            index.scan_offset = max(index.scan_offset, result.next_begin_offset)
+            return result.message_count >= _LOAD_BATCH
+
+    async def _deliver(self, due: list[TimerEntry]) -> int:
+        """Write due timers to their real topics in order. Returns how many are done with."""
+        host = self.store_host()
+        msgs: list[MessageExtBrokerInner | None] = []
+        for entry in due:
+            found = self.store.select_one_message_by_offset(entry.commit_log_offset)
+            if found is None:
+                log.error("timer message at CommitLog offset %d is gone; not delivered", entry.commit_log_offset)
+                msgs.append(None)
+                continue
+            with found:
+                stored = decode_record(found.buffer, decompress=False)
+            msgs.append(restored_message(stored, host))
+        results = await asyncio.gather(*(self._put(m) for m in msgs))
+        for i, ok in enumerate(results):
+            if not ok:
+                return i
+        return len(results)
+
+    async def _put(self, msg: MessageExtBrokerInner | None) -> bool:
+        """Store one due message; False only for a refusal worth trying again."""
+        if msg is None:
+            return True
+        if not msg.topic:
+            log.error("timer message without %s dropped", mc.REAL_TOPIC)
+            return True
+        result = await self.store.put_message(msg)
+        if result.is_ok:
+            return True
+        log.warning("timer message to %s not delivered yet: %s %s", msg.topic, result.status.value, result.remark)
+        return result.status.value in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED")
+
+    # --- checkpoint ------------------------------------------------------------------
+
+    async def _save_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval_ms / 1000)
+            try:
+                await self._save()
+            except OSError:  # a full disk must not stop delivery; the next round tries again
+                log.exception("could not write %s", self.path)
+
+    async def _save(self) -> None:
+        # One write at a time, even when a cancelled save left its thread running.
+        if self._writing is not None:
+            await asyncio.gather(self._writing, return_exceptions=True)
+        checkpoint = self._latest
+        if checkpoint != self._saved:
+            text = jsonbody.dumps_pretty(checkpoint.to_json())
+            self._writing = asyncio.ensure_future(asyncio.to_thread(write_atomically, self.path, text))
+            await asyncio.shield(self._writing)
+            self._saved = checkpoint
