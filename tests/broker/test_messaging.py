@@ -596,3 +596,21 @@ async def test_subscription_groups_are_created_listed_and_deleted_by_admin_reque
     assert deleted.code == ResponseCode.SUCCESS and broker.groups.get("AdminGroup") is None
     who = await request(client, addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": "T"})
     assert jsonbody.loads(who.body_bytes()) == {"groupList": []}
+
+
+async def test_requests_in_the_binary_rocketmq_header_format_are_answered_in_kind(
+    broker: Broker, client: RemotingClient
+) -> None:
+    from orbitmq.remoting.command import SerializeType
+
+    addr = broker.broker_addr
+    fields = {"a": "PG", "b": "Bin", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "1700000000000",
+              "h": "0", "i": props(TAGS="TagA"), "j": "0", "k": "false", "m": "false"}
+    cmd = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, b"binary header body")
+    cmd.serialize_type = SerializeType.ROCKETMQ
+    sent = await client.invoke(addr, cmd)
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    assert sent.serialize_type == SerializeType.ROCKETMQ
+    assert sent.field("queueOffset") == "0" and sent.field("msgId")
+    got = await pull(client, addr, "Bin", "CG", 0)
+    assert [m.body for m in records(got)] == [b"binary header body"]
