@@ -614,3 +614,16 @@ async def test_requests_in_the_binary_rocketmq_header_format_are_answered_in_kin
     assert sent.field("queueOffset") == "0" and sent.field("msgId")
     got = await pull(client, addr, "Bin", "CG", 0)
     assert [m.body for m in records(got)] == [b"binary header body"]
+
+
+async def test_producers_are_listed_by_group_until_they_unregister(broker: Broker, client: RemotingClient) -> None:
+    addr = broker.broker_addr
+    body = {"clientID": "p1", "producerDataSet": [{"groupName": "PG"}], "consumerDataSet": []}
+    await request(client, addr, RequestCode.HEART_BEAT, body=body)
+    listed = await request(client, addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "PG"})
+    connection = jsonbody.loads(listed.body_bytes())["connectionSet"][0]
+    assert (connection["clientId"], connection["language"], connection["version"]) == ("p1", "PYTHON", 407)
+    bye = await request(client, addr, RequestCode.UNREGISTER_CLIENT, {"clientID": "p1", "producerGroup": "PG"})
+    assert bye.code == ResponseCode.SUCCESS
+    gone = await request(client, addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "PG"})
+    assert gone.code == ResponseCode.SYSTEM_ERROR
