@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from orbitmq.common.properties import RESERVED_NAMES
 from orbitmq.errors import CorruptRecord
 
 if TYPE_CHECKING:
@@ -73,8 +74,10 @@ BORNHOST_V6 = 0x10
 STOREHOST_V6 = 0x20
 COMPRESSION_TYPE = 0x700
 
-# Properties that have their own column; the rest go to the properties map.
-_COLUMN_PROPS = frozenset(("TAGS", "KEYS", "UNIQ_KEY"))
+# The properties map holds user properties only: TAGS, KEYS and UNIQ_KEY have
+# columns, and the other names RocketMQ reserves (WAIT, CLUSTER, ...) are
+# broker and client bookkeeping that a writer could not send back anyway.
+_COLUMN_PROPS = RESERVED_NAMES | {"TAGS", "KEYS", "UNIQ_KEY"}
 
 
 def parse_properties(raw: bytes) -> dict[str, str]:

@@ -14,24 +14,26 @@ the task or the micro-batch, which may send some rows again. Every message
 carries the properties SPARK_BATCH_ID (the micro-batch id, or a job id for a
 batch write), SPARK_PARTITION_ID and SPARK_SEQ (the row's index within the
 partition), and SPARK_QUERY_ID for streams: together they identify a row, so
-a consumer can drop duplicates.
+a consumer can drop duplicates. SPARK_* entries of a `properties` column
+(say, copied from a topic another Spark job wrote) are replaced by this
+write's own.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from orbitmq.client.batch import ITEM_HEAD, ITEM_OVERHEAD, PROPS_LEN
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.selector import hash_selector
 from orbitmq.common import properties as mc
-from orbitmq.common.message import Message
 from orbitmq.common.msgid import UniqueIdGenerator
 from orbitmq.errors import BrokerError, ConfigError, MessageValidationError, OrbitMQError, RemotingError
 from orbitmq.spark.cluster import Cluster
@@ -50,6 +52,7 @@ BATCH_ID = "SPARK_BATCH_ID"
 PARTITION_ID = "SPARK_PARTITION_ID"
 SEQ = "SPARK_SEQ"
 MAX_BATCH_BODY_BYTES = 1 << 20
+_OWN_PROPERTIES = frozenset((QUERY_ID, BATCH_ID, PARTITION_ID, SEQ))
 
 
 @dataclass
@@ -76,29 +79,31 @@ def check_sink_schema(schema: StructType, options: SinkOptions) -> None:
 
 
 class QueueBatcher:
-    """Collects messages per queue and sends each queue's messages in order, in batches.
+    """Collects encoded batch items per queue and sends each queue's items in order, in batches.
 
-    `send(queue, messages)` must store the messages in order or raise. A
-    queue's batch is sent when it reaches `batch_size` messages or
-    MAX_BATCH_BODY_BYTES of bodies, and by `flush()`.
+    `send(queue, items)` must store the items in order or raise. A queue's
+    batch is sent when it reaches `batch_size` items or MAX_BATCH_BODY_BYTES,
+    and by `flush()`. Queues are keys of any hashable kind chosen by the caller.
     """
 
-    def __init__(self, send: Callable[[QueueRef, list[Message]], None], batch_size: int) -> None:
+    def __init__(self, send: Callable[[Hashable, list[bytes]], None], batch_size: int) -> None:
         self._send = send
         self._batch_size = batch_size
-        self._pending: dict[QueueRef, list[Message]] = {}
-        self._bytes: dict[QueueRef, int] = {}
+        self._pending: dict[Hashable, list[bytes]] = {}
+        self._bytes: dict[Hashable, int] = {}
         self.sent = 0
 
-    def add(self, q: QueueRef, msg: Message) -> None:
-        batch = self._pending.setdefault(q, [])
-        batch.append(msg)
-        size = self._bytes.get(q, 0) + len(msg.body)
+    def add(self, q: Hashable, item: bytes) -> None:
+        batch = self._pending.get(q)
+        if batch is None:
+            batch = self._pending[q] = []
+        batch.append(item)
+        size = self._bytes.get(q, 0) + len(item)
         self._bytes[q] = size
         if len(batch) >= self._batch_size or size >= MAX_BATCH_BODY_BYTES:
             self._flush(q)
 
-    def _flush(self, q: QueueRef) -> None:
+    def _flush(self, q: Hashable) -> None:
         batch = self._pending.pop(q, None)
         self._bytes.pop(q, None)
         if batch:
@@ -111,13 +116,17 @@ class QueueBatcher:
 
 
 class _Router:
-    """Picks the queue of each row: by sharding key, else whole batches round-robin."""
+    """Picks the queue of each row: by sharding key, else whole batches round-robin.
+
+    Returns (topic, index into the topic's writable queues), cheap to hash.
+    """
 
     def __init__(self, cluster: Cluster, batch_size: int, start: int) -> None:
         self._cluster = cluster
         self._batch_size = batch_size
         self._start = start
         self._queues: dict[str, tuple[QueueRef, ...]] = {}
+        self._mqs: dict[str, list[MessageQueue]] = {}
         self._rr: dict[str, int] = {}
 
     def queues(self, topic: str) -> tuple[QueueRef, ...]:
@@ -127,17 +136,17 @@ class _Router:
             if not qs:
                 raise MessageValidationError(f"topic {topic} has no writable queue")
             self._queues[topic] = qs
+            self._mqs[topic] = [MessageQueue(q.topic, q.broker_name, q.queue_id) for q in qs]
         return qs
 
-    def pick(self, topic: str, sharding_key: str | None) -> QueueRef:
+    def pick(self, topic: str, sharding_key: str | None) -> tuple[str, int]:
         qs = self.queues(topic)
         if sharding_key is not None:
-            mqs = [MessageQueue(q.topic, q.broker_name, q.queue_id) for q in qs]
-            mq = hash_selector(mqs, None, sharding_key)
-            return QueueRef(mq.topic, mq.broker_name, mq.queue_id)
+            mqs = self._mqs[topic]
+            return topic, mqs.index(hash_selector(mqs, None, sharding_key))
         n = self._rr.get(topic, 0)
         self._rr[topic] = n + 1
-        return qs[(self._start + n // self._batch_size) % len(qs)]
+        return topic, (self._start + n // self._batch_size) % len(qs)
 
 
 def _column(rb: pa.RecordBatch, name: str) -> list[object] | None:
@@ -145,24 +154,51 @@ def _column(rb: pa.RecordBatch, name: str) -> list[object] | None:
     return None if idx < 0 else rb.column(idx).to_pylist()
 
 
+def _user_properties(pairs: list[tuple[str, str | None]], row: int) -> str:
+    out = []
+    for name, value in pairs:
+        if value is None or name in _OWN_PROPERTIES:
+            continue  # the sink sets its own SPARK_* properties for this write
+        if not name or not value:
+            raise MessageValidationError(f"row {row}: property names and values must be non-empty ({name!r})")
+        if name in mc.RESERVED_NAMES:
+            raise MessageValidationError(f"row {row}: property {name} is reserved")
+        if "\x01" in name or "\x02" in name or "\x01" in value or "\x02" in value:
+            raise MessageValidationError(f"row {row}: property {name!r} contains a separator character")
+        out.append(f"\x02{name}\x01{value}")
+    return "".join(out)
+
+
+def _item(body: bytes, props: bytes) -> bytes:
+    """One SEND_BATCH_MESSAGE item (protocol reference 5.8); flag 0."""
+    if len(props) > mc.MAX_PROPERTIES_BYTES:
+        raise MessageValidationError(f"message properties exceed {mc.MAX_PROPERTIES_BYTES} bytes")
+    return b"".join((ITEM_HEAD.pack(ITEM_OVERHEAD + len(body) + len(props), 0, 0, 0, len(body)), body,
+                     PROPS_LEN.pack(len(props)), props))
+
+
 def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags: dict[str, str]) -> int:
     """Send every row of `batches`; returns the number sent. Raises if any row could not be stored."""
     ctx = TaskContext.get()
     partition = ctx.partitionId() if ctx is not None else 0
     ids = UniqueIdGenerator()
+    # Properties every row of this task shares, encoded once.
+    shared = "".join(f"\x02{k}\x01{v}" for k, v in {**tags, PARTITION_ID: str(partition)}.items())
     seq = 0
     with Cluster(options.connection) as cluster:
         router = _Router(cluster, options.batch_size, partition)
 
-        def send(q: QueueRef, msgs: list[Message]) -> None:
+        def send(key: Hashable, items: list[bytes]) -> None:
+            topic, index = key  # type: ignore[misc]
             for attempt in range(options.send_retries + 1):
+                q = router.queues(topic)[index]
                 try:
-                    cluster.send_batch(q, msgs, options.producer_group, options.send_timeout_s)
+                    cluster.send_encoded(q, items, options.producer_group, options.send_timeout_s)
                     return
                 except (RemotingError, BrokerError) as exc:
                     if not exc.retriable or attempt == options.send_retries:
                         raise
-                    log.warning("send of %d messages to %s/%s failed (%s); retrying", len(msgs), q.topic, q.key, exc)
+                    log.warning("send of %d messages to %s/%s failed (%s); retrying", len(items), q.topic, q.key, exc)
                     cluster.route(q.topic, refresh=True)
 
         batcher = QueueBatcher(send, options.batch_size)
@@ -181,23 +217,17 @@ def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags:
                 body = bodies[i]
                 if isinstance(body, str):
                     body = body.encode("utf-8")
-                if not body:
+                if not isinstance(body, bytes) or not body:
                     raise MessageValidationError(f"row {seq} of partition {partition} has an empty or null body")
-                assert isinstance(body, bytes)
-                msg = Message(topic, body)
-                for name, value in props[i] or ():  # type: ignore[union-attr]
-                    if value is not None:
-                        msg.put_user_property(name, value)
-                msg.properties[mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = ids.next()
+                text = f"UNIQ_KEY\x01{ids.next()}{shared}\x02SPARK_SEQ\x01{seq}"
                 if keys[i]:
-                    msg.properties[mc.KEYS] = keys[i]  # type: ignore[assignment]
+                    text += f"\x02KEYS\x01{keys[i]}"
                 if tag_col[i]:
-                    msg.properties[mc.TAGS] = tag_col[i]  # type: ignore[assignment]
-                msg.properties.update(tags)
-                msg.properties[PARTITION_ID] = str(partition)
-                msg.properties[SEQ] = str(seq)
+                    text += f"\x02TAGS\x01{tag_col[i]}"
+                if props[i]:
+                    text += _user_properties(props[i], seq)  # type: ignore[arg-type]
                 seq += 1
-                batcher.add(router.pick(topic, shard[i]), msg)  # type: ignore[arg-type]
+                batcher.add(router.pick(topic, shard[i]), _item(body, text.encode("utf-8")))  # type: ignore[arg-type]
         batcher.flush()
         return batcher.sent
 
