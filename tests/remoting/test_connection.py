@@ -269,3 +269,29 @@ async def test_closing_from_inside_a_handler_still_sends_the_answers_already_mad
     conn.data_received(stream_of(RemotingCommand.request(12), RemotingCommand.request(12, body=b"close")))
     assert [r.body for r in transport.frames()] == [b"ok"]
     assert transport.closing
+
+
+async def test_a_short_timeout_fires_on_time_while_a_longer_one_is_pending() -> None:
+    conn, _ = connect({})
+    long_poll = conn.invoke_future(RemotingCommand.request(1), 30.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(RequestTimeout):
+        await conn.invoke_future(RemotingCommand.request(1), 0.05)
+    assert loop.time() - started < 5.0
+    assert not long_poll.done()
+    conn.connection_lost(None)
+    with pytest.raises(ConnectError):
+        await long_poll
+
+
+async def test_answered_requests_leave_nothing_behind_for_the_sweeper() -> None:
+    conn, _ = connect({})
+    for _ in range(3):
+        requests = [RemotingCommand.request(1) for _ in range(100)]
+        futures = [conn.invoke_future(r, 30.0) for r in requests]
+        conn.data_received(stream_of(*(r.response() for r in requests)))
+        assert all(f.done() for f in futures)
+    pending = conn._pending
+    assert len(pending) == 0
+    assert sum(len(b) for b in pending._buckets.values()) == 0
