@@ -27,7 +27,7 @@ from orbitmq.common import jsonbody
 from orbitmq.common.message import Message
 from orbitmq.errors import BrokerError, ClientError, ConnectError, NoRouteError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
-from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.command import Body, RemotingCommand
 from orbitmq.remoting.loop import loop_factory
 from orbitmq.remoting.transport import RemotingClient
 from orbitmq.spark.acl import sign
@@ -262,7 +262,7 @@ def _pull_result(resp: RemotingCommand, offset: int) -> PullResult:
     )
 
 
-_PULL_CODES = {
+_PULL_CODES: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
@@ -270,9 +270,9 @@ _PULL_CODES = {
 }
 
 
-def _bytes(body: object) -> bytes:
+def _bytes(body: Body) -> bytes:
     if body is None:
         return b""
     if isinstance(body, (bytes, bytearray, memoryview)):
         return bytes(body)
-    return b"".join(bytes(part) for part in body)  # type: ignore[union-attr]
+    return b"".join(bytes(part) for part in body)

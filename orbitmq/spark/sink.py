@@ -189,7 +189,9 @@ def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags:
         router = _Router(cluster, options.batch_size, partition)
 
         def send(key: Hashable, items: list[bytes]) -> None:
-            topic, index = key  # type: ignore[misc]
+            assert isinstance(key, tuple)
+            topic: str = key[0]
+            index: int = key[1]
             for attempt in range(options.send_retries + 1):
                 q = router.queues(topic)[index]
                 try:
