@@ -266,6 +266,8 @@ class Connection(asyncio.Protocol):
             return
         try:
             result = route.handler(request, self.peer)
+        except asyncio.CancelledError:
+            return  # as for a cancelled task: no answer
         except Exception as exc:  # noqa: BLE001 - any handler failure is answered, see _failure
             result = self._failure(request, exc)
         if inspect.isawaitable(result):

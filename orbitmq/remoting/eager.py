@@ -64,9 +64,13 @@ class _Continuation(Coroutine[Any, Any, Any]):
 def start_eagerly(
     loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]
 ) -> asyncio.Task[None] | None:
-    """Run `coro` until it first suspends; None if it finished, else the task now running it."""
+    """Run `coro` until it first suspends; None if it finished, else the task now running it.
+
+    A coroutine that ends by raising CancelledError during the eager step is
+    treated as a cancelled task would be: it simply ends.
+    """
     try:
         yielded = coro.send(None)
-    except StopIteration:
+    except (StopIteration, asyncio.CancelledError):
         return None
     return loop.create_task(_Continuation(coro, yielded))

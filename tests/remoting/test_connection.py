@@ -295,3 +295,13 @@ async def test_answered_requests_leave_nothing_behind_for_the_sweeper() -> None:
     pending = conn._pending
     assert len(pending) == 0
     assert sum(len(b) for b in pending._buckets.values()) == 0
+
+
+async def test_a_handler_cancelled_before_it_ever_waits_ends_quietly_and_the_connection_lives_on() -> None:
+    async def gives_up(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        raise asyncio.CancelledError
+
+    conn, transport = connect({13: Route(gives_up), 1: Route(inline_echo)})
+    conn.data_received(stream_of(RemotingCommand.request(13), RemotingCommand.request(1, body=b"next")))
+    assert [r.body for r in transport.frames()] == [b"next"]
+    assert not transport.closing
