@@ -106,9 +106,11 @@ class StoreConfig:
     warm_mapped_file_enable: bool = False
     #: Create the next CommitLog file in the background while the current one fills.
     preallocate_next_file: bool = True
-    #: A put that has waited this long (ms) for the CommitLog is reported OS_PAGECACHE_BUSY.
+    #: Accepted for broker.conf compatibility. RocketMQ answers OS_PAGECACHE_BUSY when a put waits
+    #: this long for the CommitLog lock; appends here take no lock, so that never happens.
     os_page_cache_busy_timeout_mills: int = 1_000
-    # Replication settings live here in RocketMQ, so broker.conf files carry them to the store.
+    # Replication settings live here in RocketMQ, so broker.conf files carry them to the store
+    # (the broker's replication reads them).
     ha_listen_port: int = 10912
     ha_master_address: str = ""
     ha_send_heartbeat_interval: int = 5_000

@@ -52,7 +52,9 @@ class ConsumeQueue:
     ) -> None:
         self.topic = topic
         self.queue_id = queue_id
-        self.log = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size, allocator=allocator)
+        self.log = MappedFileQueue(
+            os.path.join(root, topic, str(queue_id)), file_size, sync_dir=False, allocator=allocator
+        )
         #: Byte offset of the first readable entry (entries before it are blanks or cleaned).
         self.min_logic_offset = 0
         #: CommitLog offset just past the last record this queue points to.

@@ -117,14 +117,21 @@ class GroupCommit:
                 fut.set_result(outcome)
 
     async def close(self) -> None:
-        """Let the running fsync finish; waiters still queued are flushed by the store's final flush."""
+        """Let the running fsync finish, fsync once more for waiters still queued, answer them."""
         task = self._task
         if task is not None:
             await asyncio.gather(task, return_exceptions=True)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._resolve_all(FlushOutcome.FAILED if self.error else FlushOutcome.FLUSHED)
+        outcome = FlushOutcome.FAILED if self.error else FlushOutcome.FLUSHED
+        if self._waiters and self.error is None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, self._flush)
+            except OSError as exc:
+                self.error = exc
+                outcome = FlushOutcome.FAILED
+        self._resolve_all(outcome)
 
 
 class IntervalFlush:

@@ -75,13 +75,17 @@ class MappedFile:
     # --- opening -------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, file_from_offset: int, file_size: int, warm: bool = False) -> MappedFile:
+    def create(
+        cls, directory: str, file_from_offset: int, file_size: int, warm: bool = False, sync_dir: bool = True
+    ) -> MappedFile:
         """Create (or reopen) the file for `file_from_offset`, sized and mapped. Blocking.
 
         The blocks are reserved with fallocate so the first write to a page
         needs no block allocation; with `warm` the pages are also written with
         zeros (from this thread, GIL released) so appends find them in the
-        page cache. The directory is fsynced so the new name survives a crash.
+        page cache. With `sync_dir` the folder is fsynced so the new name
+        survives a power loss (ConsumeQueue files skip it: recovery rebuilds
+        them from the CommitLog).
         """
         path = os.path.join(directory, file_name_for(file_from_offset))
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -94,7 +98,8 @@ class MappedFile:
                 _reserve(fd, file_size)
                 if warm and current == 0:
                     _write_zeros(fd, file_size)
-                _fsync_dir(directory)
+                if sync_dir:
+                    _fsync_dir(directory)
             mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)

@@ -30,12 +30,14 @@ class MappedFileQueue:
         file_size: int,
         *,
         warm: bool = False,
+        sync_dir: bool = True,
         allocator: concurrent.futures.Executor | None = None,
     ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.files: list[MappedFile] = []
         self._warm = warm
+        self._sync_dir = sync_dir
         #: Where next files are built ahead of need (None: build on demand only).
         self._allocator = allocator
         self._next: tuple[int, concurrent.futures.Future[MappedFile]] | None = None
@@ -135,13 +137,15 @@ class MappedFileQueue:
             self._next = None
             return pending[1].result()
         os.makedirs(self.directory, exist_ok=True)
-        return MappedFile.create(self.directory, start, self.file_size, self._warm)
+        return MappedFile.create(self.directory, start, self.file_size, self._warm, self._sync_dir)
 
     def _preallocate(self, start: int) -> None:
         if self._allocator is None or (self._next is not None and self._next[0] == start):
             return
         self._discard_preallocated()
-        future = self._allocator.submit(MappedFile.create, self.directory, start, self.file_size, self._warm)
+        future = self._allocator.submit(
+            MappedFile.create, self.directory, start, self.file_size, self._warm, self._sync_dir
+        )
         self._next = (start, future)
 
     def _discard_preallocated(self) -> None:
