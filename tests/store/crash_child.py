@@ -3,7 +3,7 @@
 Usage: python -m tests.store.crash_child ROOT SYNC_FLUSH|ASYNC_FLUSH SEED
 
 Prints `READY` once the store has recovered, then one line per acknowledged
-message: `ACK <queue id> <queue offset> <commit-log offset> <sha1 of body>`.
+message: `ACK <queue id> <queue offset> <commit-log offset> <sha1 of body> <key>`.
 The parent kills this process with SIGKILL at a random moment.
 """
 
@@ -44,12 +44,13 @@ async def main(root: Path, flush: FlushDiskType, seed: int) -> None:
         while True:
             n += 1
             body = f"{seed}-{w}-{n}-".encode() + rng.randbytes(rng.randint(20, 900))
-            msg = message(body=body, queue_id=rng.randrange(QUEUES), keys=f"k{seed}-{w}-{n}")
+            key = f"k{seed}-{w}-{n}"
+            msg = message(body=body, queue_id=rng.randrange(QUEUES), keys=key)
             result = await store.put_message(msg)
             if result.status is not PutMessageStatus.PUT_OK or result.append_result is None:
                 raise SystemExit(f"put failed: {result}")
             r = result.append_result
-            out.write(f"ACK {msg.queue_id} {r.logics_offset} {r.wrote_offset} {hashlib.sha1(body).hexdigest()}\n")
+            out.write(f"ACK {msg.queue_id} {r.logics_offset} {r.wrote_offset} {hashlib.sha1(body).hexdigest()} {key}\n")
             out.flush()
             if n % 4 == 0:
                 await asyncio.sleep(0)
