@@ -122,6 +122,7 @@ class LitePullConsumer:
         instance, self._instance = self._instance, None
         if instance is None:
             return
+        await self.rebalancer.stop()
         await cancel_and_wait(self._tasks.values())
         self._tasks.clear()
         if self.config.auto_commit:

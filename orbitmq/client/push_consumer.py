@@ -157,6 +157,7 @@ class PushConsumer:
         instance, self._instance = self._instance, None
         if instance is None:
             return
+        await self.rebalancer.stop()
         await cancel_and_wait(self._pull_tasks.values())
         self._pull_tasks.clear()
         await self.consume_service.shutdown(SHUTDOWN_GRACE_S)

@@ -60,10 +60,13 @@ class Rebalance:
         self.process_queues: dict[MessageQueue, ProcessQueue[Any]] = {}
         self._lock = asyncio.Lock()
         self._lock_pending = False
+        self._stopped = False
 
     async def do_rebalance(self, topics: Iterable[str]) -> None:
         """Rebalance every subscribed topic; one topic's failure does not stop the others."""
         async with self._lock:
+            if self._stopped:
+                return
             self._lock_pending = False
             wanted = set(topics)
             for topic in sorted(wanted):
@@ -126,6 +129,11 @@ class Rebalance:
             changed = True
             log.info("group %s takes %s from offset %d", self.group, mq, offset)
         return changed
+
+    async def stop(self) -> None:
+        """Wait for a running rebalance to finish and refuse later ones (consumer shutdown)."""
+        async with self._lock:
+            self._stopped = True
 
     # --- broker-side queue locks (orderly consumption) ----------------------------------
 

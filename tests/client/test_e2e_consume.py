@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PushConsumer
-from orbitmq.errors import QueryNotFound
+from orbitmq.errors import BrokerError, QueryNotFound
 from tests.client.helpers import Collector, create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -197,3 +197,21 @@ async def test_an_async_listener_and_a_tag_filter_work_together(namesrv: str, na
         finally:
             await c.shutdown()
     assert sorted(m.body for m in got) == [b"t0", b"t2", b"t3"]
+
+
+async def test_shutdown_takes_the_consumer_out_of_its_group(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, pg, cg = names
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=2)
+        c = consumer(namesrv, cg, topic, Collector(), "leaver")
+        await c.start()
+        client_id = c.instance.client_id
+        addr = producer.instance.master_addr(min(await producer.instance.subscribe_queues(topic)).broker_name)
+        assert addr is not None
+        assert client_id in await producer.instance.api.get_consumer_id_list(addr, cg)
+        await c.shutdown()
+        try:
+            remaining = await producer.instance.api.get_consumer_id_list(addr, cg)
+        except BrokerError:
+            remaining = []  # the broker answers an error when the group has no member left
+        assert client_id not in remaining

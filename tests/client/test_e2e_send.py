@@ -121,3 +121,12 @@ async def test_a_large_list_goes_out_as_several_batches(namesrv: str, names: tup
         results = await producer.send_batches(msgs)
         assert len(results) > 1
         assert sum(len(r.msg_id.split(",")) for r in results) == 40
+
+
+async def test_a_dead_nameserver_in_the_list_is_skipped(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, pg, _ = names
+    # Port 1 on loopback refuses connections at once; the client moves on to the next NameServer.
+    async with Producer(pg, namesrv_addr=f"127.0.0.1:1;{namesrv}") as producer:
+        await create_topic(producer, topic)
+        result = await producer.send(Message(topic, b"via the second nameserver"))
+        assert result.status is SendStatus.SEND_OK
