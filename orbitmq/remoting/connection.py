@@ -137,6 +137,8 @@ class Connection(asyncio.Protocol):
         # Handler tasks of incoming requests; cancelled when the connection goes away.
         self._tasks: set[asyncio.Task[None]] = set()
         self.lost: asyncio.Future[None] = self._loop.create_future()
+        #: Loop time of the last read or write; the server closes connections idle too long.
+        self.last_activity = self._loop.time()
 
     # --- asyncio.Protocol -------------------------------------------------------
 
@@ -148,6 +150,7 @@ class Connection(asyncio.Protocol):
             self.peer.host, self.peer.port = str(peername[0]), int(peername[1])
 
     def data_received(self, data: bytes) -> None:
+        self.last_activity = self._loop.time()
         try:
             commands = self._decoder.feed(data)
         except FrameError as exc:
@@ -209,6 +212,7 @@ class Connection(asyncio.Protocol):
         out, self._out = self._out, []
         if out and self._transport is not None and not self._transport.is_closing():
             self._transport.writelines(out)
+            self.last_activity = self._loop.time()
 
     async def drain(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark."""
@@ -333,6 +337,11 @@ class Connection(asyncio.Protocol):
             pass  # the peer left while we worked; nobody to answer
 
     # --- closing ------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """Handlers are running or requests we sent await answers (a held long poll is not idleness)."""
+        return bool(self._tasks) or len(self._pending) > 0
 
     def stop_reading(self) -> list[asyncio.Task[None]]:
         """Read no more requests (for a graceful close); returns the handler tasks still running."""

@@ -35,6 +35,9 @@ DisconnectCallback = Callable[[Peer], "Awaitable[None] | None"]
 
 #: Handler tasks one connection may have running before we stop reading from it.
 DEFAULT_MAX_INFLIGHT = 4096
+#: RocketMQ's serverChannelMaxIdleTimeSeconds: a connection with no reads or writes this
+#: long (and nothing in flight) is closed. Clients heartbeat every 30 s, so live ones stay.
+DEFAULT_IDLE_TIMEOUT = 120.0
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -53,8 +56,9 @@ class RemotingServer:
     (remark `" request type <code> not supported"`) unless a default handler is
     registered; a oneway request is never answered; a handler's exception
     becomes a SYSTEM_ERROR answer with the exception text as remark; a bad
-    frame closes only its own connection. Responses go out with the request's
-    opaque and serialization type.
+    frame closes only its own connection; a connection idle for `idle_timeout`
+    seconds (None: never) is closed, as RocketMQ does. Responses go out with
+    the request's opaque and serialization type.
     """
 
     def __init__(
@@ -65,12 +69,15 @@ class RemotingServer:
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT,
         backlog: int = 1024,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.host = host
         self.port = port
         self.max_frame_length = max_frame_length
         self.max_inflight_per_connection = max_inflight_per_connection
         self.backlog = backlog
+        self.idle_timeout = idle_timeout
+        self._idle_task: asyncio.Task[None] | None = None
         self._routes: dict[int, Route] = {}
         self._default_route: Route | None = None
         self._disconnect_callbacks: list[DisconnectCallback] = []
@@ -116,7 +123,19 @@ class RemotingServer:
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = str(sockname[0]), int(sockname[1])
         log.info("remoting server listening on %s:%d", self.host, self.port)
+        if self.idle_timeout:
+            self._idle_task = loop.create_task(self._close_idle(self.idle_timeout))
         return self.host, self.port
+
+    async def _close_idle(self, idle_timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(idle_timeout / 4, 10.0))
+            now = loop.time()
+            for conn in list(self._connections):
+                if now - conn.last_activity > idle_timeout and not conn.busy and not conn.closed:
+                    log.info("closing %s: idle for more than %ss", conn.peer.addr, idle_timeout)
+                    conn.close()
 
     def _new_connection(self) -> Connection:
         conn = Connection(
@@ -154,6 +173,9 @@ class RemotingServer:
         that finish in time are written before their connection closes. Handlers
         still running afterwards are cancelled with their connection.
         """
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
         if self._server is not None:
             self._server.close()
         conns = list(self._connections)

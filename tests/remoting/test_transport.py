@@ -388,3 +388,25 @@ async def test_a_cancelled_invoke_stops_waiting_and_its_late_answer_is_dropped(
     await asyncio.sleep(0.4)
     assert [r for r in caplog.records if "matches no pending request" in r.getMessage()]
     assert (await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"k"), 3.0)).body == b"k"
+
+
+async def test_an_idle_connection_is_closed_and_an_active_one_is_kept() -> None:
+    srv = RemotingServer(idle_timeout=0.4)
+    srv.register(ECHO, echo)
+    await srv.start()
+    try:
+        idle_reader, idle_writer = await raw_connection(srv)
+        active_reader, active_writer = await raw_connection(srv)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.2
+        while loop.time() < deadline:  # keep one connection talking
+            active_writer.writelines(encode(RemotingCommand.request(ECHO)))
+            await read_one(active_reader)
+            await asyncio.sleep(0.05)
+        assert await asyncio.wait_for(idle_reader.read(), 3.0) == b""
+        active_writer.writelines(encode(RemotingCommand.request(ECHO, body=b"alive")))
+        assert (await read_one(active_reader)).body == b"alive"
+        idle_writer.close()
+        active_writer.close()
+    finally:
+        await srv.close()
