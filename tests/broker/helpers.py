@@ -40,12 +40,12 @@ async def send_v1(
         "batch": "false",
     }
     fields.update(extra)
-    return await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_MESSAGE, fields, body))
+    return await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_MESSAGE, fields, body), 10.0)
 
 
 async def send_v2(
     client: RemotingClient, addr: str, topic: str, body: bytes, properties: str = "", queue_id: int = 0,
-    code: int = RequestCode.SEND_MESSAGE_V2, **extra: str,
+    code: int = RequestCode.SEND_MESSAGE_V2, timeout: float = 10.0, **extra: str,
 ) -> RemotingCommand:
     fields = {
         "a": "PG", "b": topic, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
@@ -53,13 +53,13 @@ async def send_v2(
         "m": "true" if code == RequestCode.SEND_BATCH_MESSAGE else "false",
     }
     fields.update(extra)
-    return await client.invoke(addr, RemotingCommand.request(code, fields, body))
+    return await client.invoke(addr, RemotingCommand.request(code, fields, body), timeout)
 
 
 async def pull(
     client: RemotingClient, addr: str, topic: str, group: str, offset: int, *, queue_id: int = 0,
     max_nums: int = 32, sys_flag: int = FLAG_SUBSCRIPTION, subscription: str = "*",
-    suspend_ms: int = 0, commit_offset: int = 0, timeout: float = 5.0, expression_type: str = "TAG",
+    suspend_ms: int = 0, commit_offset: int = 0, timeout: float = 10.0, expression_type: str = "TAG",
 ) -> RemotingCommand:
     fields = {
         "consumerGroup": group, "topic": topic, "queueId": str(queue_id), "queueOffset": str(offset),
@@ -76,7 +76,7 @@ def records(response: RemotingCommand) -> list[MessageExt]:
 
 async def request(
     client: RemotingClient, addr: str, code: int, fields: dict[str, str] | None = None, body: Any = None,
-    timeout: float = 5.0,
+    timeout: float = 10.0,
 ) -> RemotingCommand:
     if body is not None and not isinstance(body, (bytes, bytearray)):
         body = jsonbody.dumps(body)

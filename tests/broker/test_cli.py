@@ -58,6 +58,10 @@ async def test_broker_command_serves_registers_and_unregisters_on_sigterm(
             assert jsonbody.int_keys(data["brokerDatas"][0]["brokerAddrs"]) == {0: broker.addr}
             assert data["brokerDatas"][0]["cluster"] == "TestCluster"
             assert broker.stop(signal.SIGTERM) == 0
+            for _ in range(100):
+                if await route_code(client, namesrv_process.addr, "CliTopic") == ResponseCode.TOPIC_NOT_EXIST:
+                    break
+                await asyncio.sleep(0.05)
             assert await route_code(client, namesrv_process.addr, "CliTopic") == ResponseCode.TOPIC_NOT_EXIST
     finally:
         broker.stop()

@@ -221,7 +221,7 @@ async def test_consumer_offsets_survive_a_restart(tmp_path: Path, client: Remoti
         r = await request(client, b.broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         assert r.code == ResponseCode.SUCCESS
     saved = (tmp_path / "store" / "config" / "consumerOffset.json").read_text()
-    assert jsonbody.loads(saved) == {"offsetTable": {"T@CG": {2: 42}}}
+    assert jsonbody.loads(saved)["offsetTable"]["T@CG"] == {2: 42}
     async with Broker(config) as b:
         q = await request(
             client, b.broker_addr, RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "CG", "topic": "T", "queueId": "2"}
