@@ -131,6 +131,12 @@ class MappedFileQueue:
         self._preallocate(start + self.file_size)
         return mf
 
+    def prepare_next(self) -> None:
+        """Start building the file after the last one (after recovery, before appends need it)."""
+        last = self.last
+        if last is not None:
+            self._preallocate(last.file_from_offset + self.file_size)
+
     def _take_preallocated(self, start: int) -> MappedFile:
         pending = self._next
         if pending is not None and pending[0] == start:

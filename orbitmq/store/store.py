@@ -116,6 +116,7 @@ class DefaultMessageStore:
         await loop.run_in_executor(self._alloc_pool, self._load_and_recover)
         self._running = True
         commitlog = self.commitlog
+        commitlog.log.prepare_next()
         if self._sync:
             self._group = GroupCommit(
                 commitlog.log.flush, lambda: commitlog.max_offset, self._flush_pool,

@@ -158,3 +158,25 @@ async def test_a_released_reader_lets_the_file_go_on_the_next_round(tmp_path: Pa
         assert await store.cleaner.clean_once(manual=True) == 0
         held.release()
         assert await store.cleaner.clean_once(manual=True) >= 1
+
+
+async def test_a_restart_after_cleaning_keeps_the_advanced_min_offsets(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = small_config(tmp_path, file_reserved_time=1, delete_when=other_hour(clock))
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.2)) as store:
+        await fill_files(store, 80)
+        clock.advance(2 * HOUR_MS)
+        assert await store.cleaner.clean_once(manual=True) > 0
+        min_phys = store.get_min_phy_offset()
+        min_offsets = [store.get_min_offset_in_queue("T", q) for q in (0, 1)]
+        max_offsets = [store.get_max_offset_in_queue("T", q) for q in (0, 1)]
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.2)) as store:
+        assert store.get_min_phy_offset() == min_phys
+        assert [store.get_min_offset_in_queue("T", q) for q in (0, 1)] == min_offsets
+        assert [store.get_max_offset_in_queue("T", q) for q in (0, 1)] == max_offsets
+        with store.get_message("g", "T", 0, min_offsets[0], 32) as got:
+            assert got.status is GetMessageStatus.FOUND
+            first = next(iter_records(got.buffers[0]))
+            assert first.queue_offset == min_offsets[0]
+        result = await store.put_message(message(queue_id=1))
+        assert result.append_result is not None and result.append_result.logics_offset == max_offsets[1]
