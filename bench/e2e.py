@@ -1,6 +1,7 @@
 """End-to-end benchmark: `orbitmq dev` in one process, producers and consumers in others.
 
     python -m bench.e2e [--quick] [--seconds S] [--backlog N] [--only LIST] [--flush async|sync]
+                        [--client lean|orbitmq]
 
 Workloads (1 KiB bodies, 8-queue topic, every send acknowledged; the broker
 flushes as `--flush` says: ASYNC_FLUSH, the dev default, or SYNC_FLUSH):
@@ -18,7 +19,8 @@ before and after) is divided by the messages handled. The client side is a
 lean protocol client built on `orbitmq.remoting` (requests as RocketMQ's Java
 client sends them: SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with a UNIQ_KEY per
 message, PULL_MESSAGE), so the figures measure the broker and the wire, not
-the convenience layers of `orbitmq.client`.
+the convenience layers of `orbitmq.client`; `--client orbitmq` runs the send
+workloads through `orbitmq.client.Producer` instead.
 
 Workers are this module run with `--worker MODE`; they print one JSON line.
 """
@@ -156,6 +158,42 @@ async def worker_produce(
     return {"sent": sender.sent, "errors": sender.errors, "start": start, "end": end}
 
 
+async def worker_produce_with_client(
+    namesrv: str, mode: str, seconds: float, depth: int, count: int, start_at: float
+) -> dict[str, Any]:
+    """The same send loop through `orbitmq.client.Producer` (routing, validation, retries, UNIQ_KEY)."""
+    from orbitmq.client.producer import Producer
+
+    producer = Producer("bench_producer", namesrv_addr=namesrv)
+    await producer.start()
+    filler = b"x" * (BODY_SIZE - _STAMP.size)
+
+    def message() -> Message:
+        return Message(TOPIC, _STAMP.pack(time.time_ns()) + filler)
+
+    await producer.send(message())  # routes and connection, outside the measured window
+    sent = errors = 0
+    await wait_until(start_at)
+    deadline = time.monotonic() + seconds
+
+    async def loop() -> None:
+        nonlocal sent, errors
+        while time.monotonic() < deadline and (count <= 0 or sent < count):
+            batch = [message() for _ in range(32)] if mode == "batch" else message()
+            n = 32 if mode == "batch" else 1
+            try:
+                await producer.send(batch)
+                sent += n
+            except Exception:  # noqa: BLE001 - a benchmark counts failures instead of stopping
+                errors += n
+
+    start = time.time()
+    await asyncio.gather(*(loop() for _ in range(depth)))
+    end = time.time()
+    await producer.shutdown()
+    return {"sent": sent, "errors": errors, "start": start, "end": end}
+
+
 async def worker_drain(addr: str) -> dict[str, Any]:
     client = RemotingClient()
     targets = [await queue_max_offset(client, addr, q) for q in range(QUEUES)]
@@ -244,9 +282,12 @@ def worker_main(argv: list[str]) -> None:
     p.add_argument("--count", type=int, default=0)
     p.add_argument("--rate", type=int, default=2000)
     p.add_argument("--start-at", type=float, default=0.0)
+    p.add_argument("--namesrv", default="")
     a = p.parse_args(argv)
     if a.worker == "produce":
         result = run_loop(worker_produce(a.addr, a.broker, a.mode, a.seconds, a.depth, a.count, a.start_at))
+    elif a.worker == "client-produce":
+        result = run_loop(worker_produce_with_client(a.namesrv, a.mode, a.seconds, a.depth, a.count, a.start_at))
     elif a.worker == "drain":
         result = run_loop(worker_drain(a.addr))
     elif a.worker == "latency-consumer":
@@ -306,12 +347,14 @@ def collect(procs: list[subprocess.Popen[str]], timeout: float = 600.0) -> list[
 
 
 def produce_row(name: str, broker_pid: int, addr: str, procs: int, mode: str, depth: int,
-                seconds: float, count: int = 0) -> Row:
+                seconds: float, count: int = 0, namesrv: str = "") -> Row:
+    """Run `procs` producer workers together; with `namesrv` they use orbitmq.client.Producer."""
     # Workers start together a little later, after their interpreters have loaded and connected,
     # and the broker's CPU is read around exactly that window.
     start_at = time.time() + 1.5 + 0.5 * procs
+    worker = ["--worker", "client-produce", "--namesrv", namesrv] if namesrv else ["--worker", "produce"]
     workers = [
-        spawn(["--worker", "produce", "--addr", addr, "--mode", mode, "--depth", str(depth),
+        spawn([*worker, "--addr", addr, "--mode", mode, "--depth", str(depth),
                "--seconds", str(seconds), "--count", str(count), "--start-at", str(start_at)])
         for _ in range(procs)
     ]
@@ -337,6 +380,8 @@ def main() -> None:
     p.add_argument("--latency-seconds", type=float, default=10.0)
     p.add_argument("--quick", action="store_true", help="short run (2 s workloads, 20k backlog)")
     p.add_argument("--only", default=",".join(WORKLOADS), help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    p.add_argument("--client", choices=["lean", "orbitmq"], default="lean",
+                   help="send workloads through the lean protocol client or orbitmq.client.Producer")
     p.add_argument("--flush", choices=["async", "sync"], default="async",
                    help="broker flushDiskType: ASYNC_FLUSH (the dev default) or SYNC_FLUSH (fsync before the ack)")
     a = p.parse_args()
@@ -370,13 +415,14 @@ def main() -> None:
             for name in chosen:
                 if name in SEND_WORKLOADS:
                     title, procs, mode, depth = SEND_WORKLOADS[name]
-                    rows.append(produce_row(title, pid, broker_addr, procs, mode, depth, a.seconds))
+                    via = namesrv if a.client == "orbitmq" else ""
+                    rows.append(produce_row(title, pid, broker_addr, procs, mode, depth, a.seconds, namesrv=via))
                 elif name == "drain":
                     rows.append(drain_row(pid, namesrv, broker_addr, a.backlog))
                 elif name == "latency":
                     latency_row, percentiles = run_latency(pid, broker_addr, a.latency_seconds)
                     rows.append(latency_row)
-            print(f"flushDiskType={a.flush.upper()}_FLUSH, {BODY_SIZE}-byte bodies, {QUEUES} queues, "
+            print(f"flushDiskType={a.flush.upper()}_FLUSH, {a.client} client, {BODY_SIZE}-byte bodies, {QUEUES} queues, "
                   f"load average before: {os.getloadavg()[0]:.2f}")
             print_report(rows, percentiles)
         finally:
