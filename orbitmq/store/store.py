@@ -98,6 +98,7 @@ class DefaultMessageStore:
         self.checkpoint: StoreCheckpoint | None = None
         self.cleaner = CleanService(self, disk_usage)
         self._group: GroupCommit | None = None
+        self._commitlog_flusher: IntervalFlush | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._lock_fd = -1
@@ -113,7 +114,17 @@ class DefaultMessageStore:
         os.makedirs(config.root_dir, exist_ok=True)
         self._lock_folder()
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._alloc_pool, self._load_and_recover)
+        try:
+            await loop.run_in_executor(self._alloc_pool, self._load_and_recover)
+        except BaseException:
+            # Leave nothing behind: no lock, no threads, no half-open files.
+            self.commitlog.close()
+            self.queues.close()
+            for pool in (self._flush_pool, self._logics_pool, self._alloc_pool):
+                pool.shutdown(wait=True)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise
         self._running = True
         commitlog = self.commitlog
         commitlog.log.prepare_next()
@@ -124,7 +135,7 @@ class DefaultMessageStore:
             )
             self._group.flushed_offset = commitlog.max_offset
         else:
-            flusher = IntervalFlush(
+            flusher = self._commitlog_flusher = IntervalFlush(
                 "CommitLog", self._commitlog_flush_job,
                 lambda: commitlog.max_offset - commitlog.log.flushed_offset, self._flush_pool,
                 config.flush_interval_commit_log, config.flush_commit_log_least_pages,
@@ -275,10 +286,12 @@ class DefaultMessageStore:
                 remark=f"disk is full: {self.cleaner.last_ratio:.0%} used, over the warning level "
                 f"{self.config.disk_space_warning_level_ratio:.0%}",
             )
-        if self._group is not None and self._group.error is not None:
-            return PutMessageResult(
-                PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"CommitLog write failed: {self._group.error}"
-            )
+        # A failed fsync is sticky: the kernel may have dropped the dirty pages.
+        error = self._group.error if self._group is not None else None
+        if error is None and self._commitlog_flusher is not None:
+            error = self._commitlog_flusher.error
+        if error is not None:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"CommitLog write failed: {error}")
         return None
 
     def _check_queue(self, topic: str, queue_id: int) -> PutMessageResult | None:

@@ -99,3 +99,23 @@ async def test_async_flush_reaches_the_disk_in_the_background(tmp_path: Path) ->
         assert store.commitlog.log.flushed_offset >= end
         assert store.checkpoint is not None and store.checkpoint.physic_flushed_offset >= end
         assert store.checkpoint.logics_phy_offset >= end
+
+
+async def test_a_failed_background_flush_also_stops_puts(tmp_path: Path) -> None:
+    config = small_config(tmp_path, flush_interval_commit_log=10, flush_commit_log_least_pages=0)
+    async with DefaultMessageStore(config) as store:
+        flusher = store._commitlog_flusher
+        assert flusher is not None
+
+        def broken_disk() -> None:
+            raise OSError(5, "Input/output error")
+
+        flusher._flush = lambda: broken_disk
+        await store.put_message(message())
+        for _ in range(200):
+            if flusher.error is not None:
+                break
+            await asyncio.sleep(0.01)
+        refused = await store.put_message(message())
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        flusher._flush = store._commitlog_flush_job

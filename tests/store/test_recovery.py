@@ -171,3 +171,20 @@ async def test_rebuilt_schedule_queue_entries_carry_the_delivery_time(tmp_path: 
         assert cq is not None
         # Level 3 is 10 s in RocketMQ's default table.
         assert cq.entry(0) == (0, result.append_result.wrote_bytes, stored_at + 10_000)
+
+
+async def test_a_store_that_cannot_recover_releases_its_folder(tmp_path: Path) -> None:
+    import pytest
+
+    from orbitmq.errors import StoreError
+
+    config = small_config(tmp_path)
+    await fill(config, 60)
+    files = sorted((tmp_path / "commitlog").iterdir())
+    assert len(files) >= 3
+    files[1].unlink()  # a hole in the middle of the CommitLog
+    with pytest.raises(StoreError, match="missing"):
+        await DefaultMessageStore(config).start()
+    files[1].write_bytes(bytes(config.mapped_file_size_commit_log))
+    async with DefaultMessageStore(config) as store:  # the folder lock was released
+        assert store.get_max_phy_offset() == int(files[1].name)
