@@ -148,6 +148,7 @@ class TimerService:
                 wait_ms = _RETRY_AFTER_FAILURE_MS
             self._latest = self.index.checkpoint()
             if wait_ms == 0:
+                await asyncio.sleep(0)  # let sends and pulls run between rounds
                 continue
             try:
                 await asyncio.wait_for(self._wakeup.wait(), None if wait_ms is None else wait_ms / 1000)
@@ -156,7 +157,9 @@ class TimerService:
 
     async def _round(self) -> int | None:
         """Load, deliver what is due. Returns ms to wait (0: go on at once, None: until woken)."""
-        more_to_load = self._load_new()
+        if self._load_new():
+            # Deliver only once every stored timer is indexed, so none due earlier is passed over.
+            return 0
         now = self.clock_ms()
         due = self.index.pop_due(now, _DELIVER_BATCH)
         if due:
@@ -167,7 +170,7 @@ class TimerService:
                 self.index.mark_delivered_until(now)
                 return _RETRY_AFTER_FAILURE_MS
         self.index.mark_delivered_until(now)
-        if more_to_load or len(due) == _DELIVER_BATCH:
+        if len(due) == _DELIVER_BATCH:
             return 0
         next_ms = self.index.next_due_ms()
         if next_ms is None:
@@ -175,7 +178,7 @@ class TimerService:
         return max(next_ms - self.clock_ms(), 0)
 
     def _load_new(self) -> bool:
-        """Index the queue's new entries; True when a full batch was read (more may follow)."""
+        """Index the queue's next entries; True when more are waiting to be read."""
         index = self.index
         offset = index.scan_offset
         result = self.store.get_message(TIMER_GROUP, tp.TIMER_TOPIC, 0, offset, _LOAD_BATCH)
@@ -202,7 +205,8 @@ class TimerService:
                     continue
                 index.load(TimerEntry(deliver, queue_offset, stored.commit_log_offset, stored.store_size))
             index.scan_offset = max(index.scan_offset, result.next_begin_offset)
-            return result.message_count >= _LOAD_BATCH
+        # A read stops at the store's transfer limits, well before _LOAD_BATCH: more may be there.
+        return index.scan_offset < self.store.get_max_offset_in_queue(tp.TIMER_TOPIC, 0)
 
     async def _deliver(self, due: list[TimerEntry]) -> int:
         """Write due timers to their real topics in order. Returns how many are done with."""
