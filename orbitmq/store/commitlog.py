@@ -23,7 +23,10 @@ from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
 from orbitmq.common.record import (
     BLANK_MAGIC,
     BLANK_RECORD,
+    MAGIC_V1,
+    MAGIC_V2,
     MAX_TOPIC_BYTES_V1,
+    MIN_RECORD_SIZE,
     RECORD_PREFIX,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -275,17 +278,17 @@ class CommitLog:
     def max_offset(self) -> int:
         return self.log.max_offset
 
-    def record_at(self, offset: int, size: int = 0) -> tuple[MappedFile, memoryview] | None:
-        """The whole record at `offset` (its size read from the header when `size` is 0)."""
+    def record_at(self, offset: int) -> tuple[MappedFile, memoryview] | None:
+        """The whole message record starting at `offset`, or None when no record starts there
+        (an offset from a client may point anywhere: inside a record, at the end-of-file blank)."""
         mf = self.log.find(offset)
         if mf is None or not mf.is_available:
             return None
         pos = offset - mf.file_from_offset
         if pos + 8 > mf.wrote_position:
             return None
-        if size <= 0:
-            (size,) = _I32.unpack_from(mf.view, pos)
-        if size <= 0 or pos + size > mf.wrote_position:
+        size, magic = BLANK_RECORD.unpack_from(mf.view, pos)
+        if (magic != MAGIC_V1 and magic != MAGIC_V2) or size < MIN_RECORD_SIZE or pos + size > mf.wrote_position:
             return None
         return mf, mf.view[pos : pos + size]
 

@@ -228,6 +228,8 @@ async def test_message_by_physical_offset_and_commit_log_data(store: DefaultMess
     assert found is not None and found.body == b"two" and found.commit_log_offset == second.append_result.wrote_offset
     assert store.look_message_by_offset(3) is None
     assert store.look_message_by_offset(10**9) is None
+    assert store.look_message_by_offset(-5) is None
+    assert store.select_one_message_by_offset(first.append_result.wrote_offset + 1) is None
     data = store.get_commit_log_data(0)
     assert data is not None
     with data:
