@@ -344,4 +344,6 @@ class LitePullConsumer:
         self._tasks[mq] = asyncio.ensure_future(self._pull_loop(mq, pq, offset))
 
     async def queues_changed(self, topic: str) -> None:
-        await self.instance.send_heartbeat_to_all()
+        instance = self._instance
+        if instance is not None:  # None while shutting down
+            await instance.send_heartbeat_to_all()

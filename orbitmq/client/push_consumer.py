@@ -262,7 +262,9 @@ class PushConsumer:
 
     async def queues_changed(self, topic: str) -> None:
         # Tell the brokers at once so that they see our current subscription (Java does the same).
-        await self.instance.send_heartbeat_to_all()
+        instance = self._instance
+        if instance is not None:  # None while shutting down
+            await instance.send_heartbeat_to_all()
 
     # --- pulling -------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from orbitmq.client.config import MessageModel
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.process_queue import ProcessQueue
 from orbitmq.client.queue import MessageQueue
-from orbitmq.errors import BrokerError, ClientError, RemotingError
+from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,10 @@ class Rebalance:
             for topic in sorted(wanted):
                 try:
                     changed = await self._rebalance_topic(topic)
+                except NoRouteError as exc:
+                    # Usual for a retry topic the broker created a moment ago; the next round finds it.
+                    log.info("rebalance of %s for group %s: %s", topic, self.group, exc)
+                    continue
                 except (RemotingError, BrokerError, ClientError) as exc:
                     log.warning("rebalance of %s for group %s failed: %s", topic, self.group, exc)
                     continue
