@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 10_000
 #: Pulls in flight per task. Enough to hide a round trip behind the broker's
 #: work on the others, few enough not to flood a broker that serves many tasks.
-WINDOW = 8
+WINDOW = 16
 
 
 def read_range(options: SourceOptions, r: QueueRange, cluster: Cluster | None = None) -> Iterator[pa.RecordBatch]:
