@@ -256,19 +256,30 @@ async def worker_paced(addr: str, broker: str, rate: int, seconds: float) -> dic
     wall_start = time.time()
     start = time.monotonic()
     tasks: set[asyncio.Task[None]] = set()
+    acks_ms: list[float] = []
+
+    async def timed_send(queue_id: int) -> None:
+        # The send's acknowledgement time, to tell broker/transport delay from delivery delay.
+        t0 = time.perf_counter()
+        await sender.send_one(queue_id)
+        acks_ms.append((time.perf_counter() - t0) * 1000.0)
+
     for i in range(total):
         # Send on schedule whatever earlier sends are doing (no coordinated omission).
         delay = start + i / rate - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        task = asyncio.create_task(sender.send_one(i % QUEUES))
+        task = asyncio.create_task(timed_send(i % QUEUES))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     if tasks:
         await asyncio.gather(*tasks)
     wall_end = time.time()
     await client.close()
-    return {"sent": sender.sent, "errors": sender.errors, "start": wall_start, "end": wall_end}
+    acks_ms.sort()
+    ack = {f"ack_{name}": acks_ms[min(len(acks_ms) - 1, int(q * len(acks_ms)))] if acks_ms else float("nan")
+           for name, q in (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))}
+    return {"sent": sender.sent, "errors": sender.errors, "start": wall_start, "end": wall_end, **ack}
 
 
 def worker_main(argv: list[str]) -> None:
@@ -487,6 +498,7 @@ def run_latency(pid: int, addr: str, seconds: float, rate: int = 2000) -> tuple[
     elapsed = producer["end"] - producer["start"]
     received = int(summary.pop("count"))
     percentiles = {k: float(v) for k, v in summary.items()}
+    percentiles.update({k: float(v) for k, v in producer.items() if k.startswith("ack_")})
     note = f"received {received}/{producer['sent']}" + (f", {producer['errors']} send errors" if producer['errors'] else "")
     return Row(f"steady {rate} msg/s send->receive", producer["sent"], elapsed, cpu * 1e6 / max(received, 1),
                note), percentiles
@@ -500,7 +512,10 @@ def print_report(rows: list[Row], percentiles: dict[str, float]) -> None:
     for t in table:
         print("  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip())
     if percentiles:
-        print("latency at 2,000 msg/s (ms): " + ", ".join(f"{k} {v:.2f}" for k, v in percentiles.items()))
+        e2e = ", ".join(f"{k} {v:.2f}" for k, v in percentiles.items() if not k.startswith("ack_"))
+        ack = ", ".join(f"{k[4:]} {v:.2f}" for k, v in percentiles.items() if k.startswith("ack_"))
+        print(f"send->receive latency at 2,000 msg/s (ms): {e2e}")
+        print(f"send->acknowledgement latency (ms): {ack}")
 
 
 if __name__ == "__main__":
