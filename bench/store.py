@@ -35,6 +35,7 @@ from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import Message, MessageExtBatch, MessageExtBrokerInner
 from orbitmq.common.msgid import UniqueIdGenerator
 from orbitmq.common.record import encode_batch
+from orbitmq.remoting.loop import run
 from orbitmq.store.config import FlushDiskType, StoreConfig
 from orbitmq.store.store import DefaultMessageStore
 
@@ -214,10 +215,12 @@ async def main() -> None:
     parser.add_argument("--backlog", type=int, default=200_000, help="messages in the read backlog")
     parser.add_argument("--recovery-bytes", type=int, default=1 << 30, help="CommitLog size for the recovery run")
     parser.add_argument("--skip", default="", help="comma-separated: dd,append,read,recovery")
+    parser.add_argument("--no-uvloop", action="store_true", help="plain asyncio instead of uvloop (the broker's loop)")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     base = Path(tempfile.mkdtemp(prefix="orbitmq-bench-", dir=args.dir))
-    print(f"# store bench in {base}; {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    loop_name = type(asyncio.get_running_loop()).__module__.split(".")[0]
+    print(f"# store bench in {base}; {os.cpu_count()} CPUs; python {sys.version.split()[0]}; {loop_name} loop")
     try:
         if "dd" not in skip:
             print(f"dd bs=1M count=1024 conv=fdatasync : {dd(base / 'dd.bin', 'conv=fdatasync')}")
@@ -249,4 +252,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main(), use_uvloop="--no-uvloop" not in sys.argv)
