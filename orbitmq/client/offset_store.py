@@ -11,6 +11,7 @@ of an old batch never rewinds a queue. Seeks and resets pass False.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import logging
@@ -157,6 +158,7 @@ class LocalFileOffsetStore(_MemoryTable):
         self.group = group
         safe_client = client_id.replace("/", "_").replace(os.sep, "_")
         self.path = (base_dir or default_offsets_dir()) / safe_client / group / "offsets.json"
+        self._write_lock = asyncio.Lock()
 
     async def load(self) -> None:
         for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
@@ -189,11 +191,17 @@ class LocalFileOffsetStore(_MemoryTable):
         wanted = set(mqs)
         table = {mq: off for mq, off in self.table.items() if mq in wanted}
         if table:
-            self._write(table)
+            await self._write_off_loop(table)
 
     async def persist(self, mq: MessageQueue) -> None:
         if mq in self.table:
-            self._write(dict(self.table))
+            await self._write_off_loop(dict(self.table))
+
+    async def _write_off_loop(self, table: dict[MessageQueue, int]) -> None:
+        # fsync can take milliseconds; keep it off the event loop. One write at a time keeps
+        # the file and its backup in order.
+        async with self._write_lock:
+            await asyncio.to_thread(self._write, table)
 
     def _write(self, table: dict[MessageQueue, int]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ import pytest
 from orbitmq.client import ConsumeFromWhere, Message, Producer, PushConsumer, SendStatus, hash_selector
 from orbitmq.client.queue import MessageQueue
 from orbitmq.errors import MessageValidationError
-from tests.client.helpers import Collector, create_topic, wait_until
+from tests.client.helpers import Collector, create_topic, retry_until_ok, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -130,3 +130,19 @@ async def test_a_dead_nameserver_in_the_list_is_skipped(namesrv: str, names: tup
         await create_topic(producer, topic)
         result = await producer.send(Message(topic, b"via the second nameserver"))
         assert result.status is SendStatus.SEND_OK
+
+
+async def test_sending_to_a_new_topic_creates_it_from_the_template(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, pg, _ = names
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        # No create_topic: the first send goes by TBW102's route and the broker creates the topic.
+        first = await producer.send(Message(topic, b"first"))
+        assert first.status is SendStatus.SEND_OK
+
+        async def has_route() -> None:
+            if await producer.instance.update_route(topic) is None:
+                raise MessageValidationError("no route yet")
+
+        await retry_until_ok(has_route)
+        queues = await producer.fetch_publish_message_queues(topic)
+        assert len(queues) == 4  # the producer's defaultTopicQueueNums
