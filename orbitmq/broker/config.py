@@ -94,6 +94,13 @@ class BrokerConfig:
     #: SQL92 subscriptions are refused unless this is on (RocketMQ's default is off too).
     enable_property_filter: bool = False
     reject_transaction_message: bool = False
+    #: A half message is first checked this long after it was born (ms); a message's own
+    #: CHECK_IMMUNITY_TIME_IN_SECONDS overrides it.
+    transaction_time_out: int = 6_000
+    #: How often the transaction check service looks for unresolved half messages (ms).
+    transaction_check_interval: int = 60_000
+    #: Checks of one half message before it is moved to TRANS_CHECK_MAX_TIME_TOPIC.
+    transaction_check_max: int = 15
     store_reply_message_enable: bool = True
     #: Seconds a clean shutdown waits for in-flight requests.
     shutdown_drain_seconds: float = 5.0

@@ -36,7 +36,10 @@ from orbitmq.broker.handlers.groups import GroupHandlers
 from orbitmq.broker.handlers.offsets import OffsetHandlers
 from orbitmq.broker.handlers.pull import PullHandler
 from orbitmq.broker.handlers.query import QueryHandlers
+from orbitmq.broker.handlers.reply import ReplyHandlers
 from orbitmq.broker.handlers.send import SendGate, SendHandlers
+from orbitmq.broker.handlers.sendback import SendBackHandler
+from orbitmq.broker.handlers.transaction import TransactionHandlers
 from orbitmq.broker.locks import QueueLocks
 from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.metadata import GROUPS, OFFSETS, TOPICS, MetadataFiles
@@ -49,6 +52,7 @@ from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.timer.routing import DelayRouting
 from orbitmq.broker.timer.service import TimerService
 from orbitmq.broker.topics import TopicTable
+from orbitmq.broker.transaction import TransactionService
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -144,6 +148,8 @@ class Broker:
         #: Delay-level and timed-message delivery (broker/schedule.py, broker/timer/).
         self.schedule: ScheduleService | None = None
         self.timers: TimerService | None = None
+        #: Half messages, END_TRANSACTION and transaction checks (broker/transaction/).
+        self.transactions: TransactionService | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -237,6 +243,11 @@ class Broker:
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
             gate=self.send_gate, before_put=self._delay_routing(),
         ).register(registry)
+        assert self.schedule is not None
+        SendBackHandler(
+            live=self.live, topics=self.topics, groups=self.groups, store=store, route_delayed=self.schedule.rewrite,
+            topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
+        ).register(registry)
         PullHandler(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
             offsets=self.offsets, store=store, waiters=self.waiters, groups_changed=self._groups_changed,
@@ -258,6 +269,15 @@ class Broker:
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
             offsets=self.offsets, store=store, stats=self.stats, groups_changed=self._groups_changed,
             offsets_changed=self._offsets_changed,
+        ).register(registry)
+        self.transactions = TransactionService(
+            live=self.live, store=store, offsets=self.offsets, producers=self.producers, topics=self.topics,
+            topics_changed=self._topics_changed, clock_ms=self.clock_ms,
+        )
+        self.transactions.start()  # progress loaded before the first END_TRANSACTION can arrive
+        TransactionHandlers(live=self.live, service=self.transactions).register(registry)
+        ReplyHandlers(
+            live=self.live, topics=self.topics, producers=self.producers, store=store, clock_ms=self.clock_ms,
         ).register(registry)
 
     def _create_delay_services(self, store: MessageStore) -> None:
@@ -325,9 +345,10 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=False)
             self.registrar = None
-        for service in (self.timers, self.schedule):
+        for service in (self.timers, self.schedule, self.transactions):
             if service is not None:
                 await service.close()
+        self.transactions = None
         self.timers = self.schedule = None
         if self.store is not None:
             try:

@@ -23,6 +23,7 @@ from orbitmq.client.producer import Producer
 from orbitmq.client.pull_consumer import PullConsumer
 from orbitmq.client.push_consumer import PushConsumer
 from orbitmq.client.queue import MessageQueue
+from orbitmq.client.request_reply import RequestReplyTimeout, create_reply_message
 from orbitmq.client.results import (
     ConsumeOrderlyResult,
     ConsumeResult,
@@ -32,10 +33,18 @@ from orbitmq.client.results import (
     SendStatus,
 )
 from orbitmq.client.selector import hash_selector, machine_room_selector, random_selector
+from orbitmq.client.transaction_producer import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "Averagely", "AveragelyByCircle", "ByConfig", "ByMachineRoom", "ConsistentHash", "ConsumeFromWhere",
     "ConsumeOrderlyResult", "ConsumeResult", "LitePullConsumer", "Message", "MessageExt", "MessageModel",
     "MessageQueue", "Producer", "PullConsumer", "PullResult", "PullStatus", "PushConsumer", "QueueAllocator",
     "SendResult", "SendStatus", "hash_selector", "machine_room_selector", "random_selector", "split_batches",
+    "LocalTransactionState", "RequestReplyTimeout", "TransactionListener", "TransactionProducer",
+    "TransactionSendResult", "create_reply_message",
 ]

@@ -20,6 +20,7 @@ All state is owned by the event loop the instance was created in.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -30,6 +31,7 @@ from typing import Any, ClassVar, Protocol
 from orbitmq.client.api import MQClientAPI
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.queue import MessageQueue
+from orbitmq.client.request_reply import ReplyWaiters
 from orbitmq.client.routes import (
     MASTER_ID,
     TopicPublishInfo,
@@ -39,6 +41,7 @@ from orbitmq.client.routes import (
     subscribe_queues,
 )
 from orbitmq.client.tasks import cancel_and_wait, sleep_or_wake
+from orbitmq.client.transaction_check import on_check_transaction_state
 from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError, TopicNotExist
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
@@ -115,6 +118,12 @@ class ClientInstance:
         self._route_lock = asyncio.Lock()
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        # Broker-to-client requests of request-reply and transactions (request_reply.py, transaction_check.py).
+        self.replies = ReplyWaiters()
+        self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.on_push_reply)
+        self.remoting.register(
+            RequestCode.CHECK_TRANSACTION_STATE, functools.partial(on_check_transaction_state, self.producers)
+        )
 
     # --- sharing ------------------------------------------------------------------
 

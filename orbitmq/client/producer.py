@@ -33,6 +33,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
+from orbitmq.client import request_reply
 from orbitmq.client.batch import encode_batch, item_size, split_batches
 from orbitmq.client.config import ProducerConfig, from_kwargs
 from orbitmq.client.fault import FaultStrategy
@@ -184,6 +185,23 @@ class Producer:
             results.append(await self.send(part, timeout=timeout))
         return results
 
+    async def request(
+        self, msg: Message, timeout: float = 3.0, *, selector: QueueSelector | None = None, arg: Any = None,
+        queue: MessageQueue | None = None,
+    ) -> MessageExt:
+        """Send `msg` as a request and return the reply to it (request-reply; see `request_reply`).
+
+        Raises `RequestReplyTimeout` when no reply came within `timeout` seconds.
+        """
+        return await request_reply.request(self, msg, timeout, selector=selector, arg=arg, queue=queue)
+
+    def request_async(
+        self, msg: Message, callback: request_reply.RequestCallback | None = None, timeout: float = 3.0, *,
+        selector: QueueSelector | None = None, arg: Any = None, queue: MessageQueue | None = None,
+    ) -> asyncio.Future[MessageExt]:
+        """Start a request; await the future for the reply, or pass `callback(reply, exc)`."""
+        return request_reply.request_async(self, msg, callback, timeout, selector=selector, arg=arg, queue=queue)
+
     # --- internals ------------------------------------------------------------------------
 
     def _prepare(self, msg: Message | Sequence[Message]) -> tuple[bool, list[Message]]:
@@ -312,6 +330,8 @@ class Producer:
                 fields["l"] = max_times
         fields["i"] = mc.encode_properties(props)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        if not batch and request_reply.is_reply(props):
+            code = RequestCode.SEND_REPLY_MESSAGE_V2  # the broker pushes it to the requester (§6.9)
         return code, fields, body, msg_id
 
     async def _attempt(self, batch: bool, msgs: list[Message], mq: MessageQueue, deadline: float) -> SendResult:

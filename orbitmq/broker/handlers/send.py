@@ -28,6 +28,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.timer.routing import refuse_waiting_batch
 from orbitmq.broker.topics import MULTI_TAG, PERM_READ, PERM_WRITE, TopicConfig, TopicTable
+from orbitmq.broker.transaction.messages import make_half
 from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
@@ -265,6 +266,8 @@ class SendHandlers:
         )
         if self.before_put is not None:
             self.before_put(msg)
+        if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED:
+            make_half(msg)  # kept in RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (§6.8)
         msg.refresh_properties_string()
         # A character encodes to at most 4 UTF-8 bytes: short strings need no encoding to be checked.
         if len(msg.properties_string) * 4 > mc.MAX_PROPERTIES_BYTES:

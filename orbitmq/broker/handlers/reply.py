@@ -1,0 +1,160 @@
+"""SEND_REPLY_MESSAGE (324) and SEND_REPLY_MESSAGE_V2 (325): replies of request-reply (§6.9).
+
+A responder sends the reply to `<cluster>_REPLY_TOPIC`. The broker finds the
+requester by the reply's REPLY_TO_CLIENT property among its producer
+connections (requesters heartbeat before they send a request), stamps
+PUSH_REPLY_TIME and pushes the reply to it with PUSH_REPLY_MESSAGE_TO_CLIENT
+(326): a ReplyMessageRequestHeader (§3.12) and the body. With
+storeReplyMessageEnable (default true) the reply is also stored like any
+message. The responder learns whether the push reached the requester: a
+missing or failing requester is answered SYSTEM_ERROR with a remark saying
+so (the reply is stored all the same).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+
+from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
+from orbitmq.broker.handlers.send import long_form, status_response
+from orbitmq.broker.producers import ProducerRegistry
+from orbitmq.broker.topics import PERM_WRITE, TopicTable
+from orbitmq.common import names
+from orbitmq.common import properties as mc
+from orbitmq.common.hashing import tag_hash_code
+from orbitmq.common.message import MessageExtBrokerInner
+from orbitmq.errors import RemotingError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore
+
+log = logging.getLogger("orbitmq.broker.reply")
+
+#: How long the broker waits for the requester to acknowledge a pushed reply.
+PUSH_TIMEOUT_S = 3.0
+
+
+class ReplyHandlers:
+    def __init__(
+        self,
+        *,
+        live: LiveConfig,
+        topics: TopicTable,
+        producers: ProducerRegistry,
+        store: MessageStore,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.live = live
+        self.topics = topics
+        self.producers = producers
+        self.store = store
+        self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.SEND_REPLY_MESSAGE, guarded(self.send_reply))
+        server.register(RequestCode.SEND_REPLY_MESSAGE_V2, guarded(self.send_reply))
+
+    def _reply_message(self, request: RemotingCommand, peer: Peer) -> MessageExtBrokerInner:
+        config = self.live.value
+        topic = text(request, "topic")
+        if not config.broker_permission & PERM_WRITE:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
+            )
+        problem = names.validate_topic(topic)
+        if problem:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+        topic_config = self.topics.get(topic)
+        if topic_config is None:
+            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        queue_id = integer(request, "queueId", -1)
+        if queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {topic_config}")
+        if queue_id < 0:
+            queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
+        body = request.body_bytes()
+        if len(body) > config.store.max_message_size:
+            raise RequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
+            )
+        properties = mc.decode_properties(optional_text(request, "properties") or "")
+        properties[mc.CLUSTER] = config.broker_cluster_name
+        return MessageExtBrokerInner(
+            topic=topic,
+            body=body,
+            flag=integer(request, "flag", 0),
+            properties=properties,
+            queue_id=queue_id,
+            sys_flag=integer(request, "sysFlag", 0),
+            born_timestamp=integer(request, "bornTimestamp", 0),
+            born_host=peer.addr,
+            store_host=config.broker_addr,
+            reconsume_times=integer(request, "reconsumeTimes", 0),
+            tags_code=tag_hash_code(properties.get(mc.TAGS)),
+        )
+
+    async def send_reply(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        long_form(request)
+        msg = self._reply_message(request, peer)
+        pushed, remark = await self._push(request, msg)
+        msg.properties.pop(mc.WAIT_STORE_MSG_OK, None)
+        msg.refresh_properties_string()
+        fields = {"queueId": str(msg.queue_id)}
+        config = self.live.value
+        if config.store_reply_message_enable:
+            result = await self.store.put_message(msg)
+            response = status_response(request, result, config.store.max_message_size)
+            if result.is_ok and result.append_result is not None:
+                fields.update(msgId=result.append_result.msg_id, queueOffset=str(result.append_result.logics_offset))
+            elif pushed:
+                log.warning("reply %s pushed but not stored: %s", msg.unique_key, result.status.value)
+                response = request.response(ResponseCode.SUCCESS)
+        else:
+            response = request.response(ResponseCode.SUCCESS)
+        if not pushed:
+            response = request.response(ResponseCode.SYSTEM_ERROR, remark)
+        fields.update(MSG_REGION=config.region_id, TRACE_ON="true" if config.trace_on else "false")
+        response.ext_fields = fields
+        return response
+
+    async def _push(self, request: RemotingCommand, msg: MessageExtBrokerInner) -> tuple[bool, str]:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT to the requester; (delivered, remark when not)."""
+        client_id = msg.properties.get(mc.MESSAGE_REPLY_TO_CLIENT)
+        if not client_id:
+            return False, f"the reply message lacks the {mc.MESSAGE_REPLY_TO_CLIENT} property"
+        requester = self.producers.find_by_client_id(client_id)
+        if requester is None or requester.channel.closed:
+            return False, f"push reply message fail, channel of <{client_id}> not found."
+        msg.properties[mc.PUSH_REPLY_TIME] = str(self.clock_ms())
+        msg.refresh_properties_string()
+        config = self.live.value
+        fields = {
+            "producerGroup": request.field("producerGroup") or "",
+            "topic": msg.topic,
+            "defaultTopic": request.field("defaultTopic") or names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+            "defaultTopicQueueNums": request.field("defaultTopicQueueNums") or "4",
+            "queueId": str(msg.queue_id),
+            "sysFlag": str(msg.sys_flag),
+            "bornTimestamp": str(msg.born_timestamp),
+            "flag": str(msg.flag),
+            "properties": msg.properties_string,
+            "reconsumeTimes": str(msg.reconsume_times),
+            "unitMode": "false",
+            "bornHost": msg.born_host,
+            "storeHost": config.broker_addr,
+            "storeTimestamp": str(self.clock_ms()),
+        }
+        push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, msg.body)
+        try:
+            answer = await requester.channel.invoke(push, PUSH_TIMEOUT_S)
+        except RemotingError as exc:
+            return False, f"push reply message to {client_id} failed: {exc}"
+        if answer.code != ResponseCode.SUCCESS:
+            return False, f"push reply message to {client_id} returned {answer.code}: {answer.remark or ''}"
+        return True, ""

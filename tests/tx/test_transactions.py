@@ -1,0 +1,186 @@
+"""Transactional messages against a real `orbitmq dev`: commit, rollback, checks, crashes, discards."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from orbitmq.client import LocalTransactionState, Message, MessageExt, PushConsumer, TransactionProducer
+from orbitmq.common.msgid import parse_offset_msg_id
+from orbitmq.errors import MessageValidationError, NoPermission
+from tests.client.helpers import Collector, create_topic, wait_until
+from tests.support.procs import ServerProcess
+from tests.tx.conftest import start_dev
+
+pytestmark = pytest.mark.timeout(60)
+
+COMMIT = LocalTransactionState.COMMIT_MESSAGE
+ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
+UNKNOW = LocalTransactionState.UNKNOW
+
+
+class ScriptedListener:
+    """Answers each message by its body: b"commit", b"rollback", b"unknown-then-commit", b"unknown"."""
+
+    def __init__(self) -> None:
+        self.executed: list[str] = []
+        self.checked: Counter[str] = Counter()
+
+    def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+        self.executed.append(msg.body.decode())
+        return {b"commit": COMMIT, b"rollback": ROLLBACK}.get(msg.body, UNKNOW)
+
+    async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        self.checked[msg.body.decode()] += 1
+        return COMMIT if msg.body == b"unknown-then-commit" else UNKNOW
+
+
+def push_consumer(namesrv: str, group: str, topic: str, collector: Collector) -> PushConsumer:
+    consumer = PushConsumer(group, namesrv_addr=namesrv, instance_name=f"c-{group}",
+                            consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(collector)
+    return consumer
+
+
+async def test_committed_message_is_consumed_once_and_rolled_back_one_never(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    listener = ScriptedListener()
+    collector = Collector()
+    async with TransactionProducer(pg, listener, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=2)
+        consumer = push_consumer(namesrv, cg, topic, collector)
+        await consumer.start()
+        try:
+            committed = await producer.send_message_in_transaction(Message(topic, b"commit"))
+            rolled_back = await producer.send_message_in_transaction(Message(topic, b"rollback"))
+            assert committed.local_transaction_state is COMMIT
+            assert rolled_back.local_transaction_state is ROLLBACK
+            await wait_until(lambda: len(collector.msgs) >= 1)
+            await asyncio.sleep(2.5)  # checks run every 0.5 s: a resurrected rollback would arrive by now
+        finally:
+            await consumer.shutdown()
+    assert [m.body for m in collector.msgs] == [b"commit"]
+    msg = collector.msgs[0]
+    assert msg.msg_id == committed.msg_id
+    assert msg.transaction_type == 0x8  # stored as a committed transaction message
+    assert msg.prepared_transaction_offset == parse_offset_msg_id(committed.offset_msg_id).commit_log_offset
+    assert "TRAN_MSG" not in msg.properties and "REAL_TOPIC" not in msg.properties
+    assert listener.checked == Counter()
+
+
+async def test_unknown_transaction_is_checked_and_resolved_by_the_check_answer(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    listener = ScriptedListener()
+    collector = Collector()
+    async with TransactionProducer(pg, listener, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=2)
+        consumer = push_consumer(namesrv, cg, topic, collector)
+        await consumer.start()
+        try:
+            result = await producer.send_message_in_transaction(Message(topic, b"unknown-then-commit"))
+            assert result.local_transaction_state is UNKNOW
+            await wait_until(lambda: len(collector.msgs) >= 1, timeout=15)
+            await asyncio.sleep(1.5)
+        finally:
+            await consumer.shutdown()
+    assert [m.body for m in collector.msgs] == [b"unknown-then-commit"]
+    assert collector.msgs[0].msg_id == result.msg_id
+    assert listener.checked["unknown-then-commit"] == 1
+
+
+async def test_transaction_left_unknown_is_given_up_after_the_maximum_checks(
+    namesrv: str, names: tuple[str, str, str], dev_server: ServerProcess
+) -> None:
+    topic, pg, cg = names
+    listener = ScriptedListener()
+    collector = Collector()
+    async with TransactionProducer(pg, listener, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        consumer = push_consumer(namesrv, cg, topic, collector)
+        await consumer.start()
+        try:
+            result = await producer.send_message_in_transaction(Message(topic, b"unknown"))
+            await wait_until(lambda: any(result.msg_id in line and "discarded" in line
+                                         for line in list(dev_server.output)), timeout=20)
+            checks = listener.checked["unknown"]
+            await asyncio.sleep(1.5)
+        finally:
+            await consumer.shutdown()
+    assert checks == 3  # transactionCheckMax in the test broker.conf
+    assert listener.checked["unknown"] == 3
+    assert collector.msgs == []
+
+
+async def test_producer_that_crashed_mid_transaction_is_checked_through_another_of_its_group(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    listener = ScriptedListener()
+    listener.check_local_transaction = _commit_all(listener)  # type: ignore[method-assign]
+    collector = Collector()
+    async with TransactionProducer(pg, listener, namesrv_addr=namesrv, instance_name="survivor") as survivor:
+        await create_topic(survivor, topic, queues=2)
+        await survivor.instance.send_heartbeat_to_all()
+        consumer = push_consumer(namesrv, cg, topic, collector)
+        await consumer.start()
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tests.tx.crashing_producer", namesrv, topic, pg,
+            stdout=asyncio.subprocess.PIPE, cwd=str(Path(__file__).resolve().parents[2]),
+        )
+        try:
+            assert child.stdout is not None
+            line = await asyncio.wait_for(child.stdout.readline(), 20)
+            assert line.startswith(b"HALF "), line
+            uniq = line.split()[1].decode()
+            os.kill(child.pid, signal.SIGKILL)  # a crash before END_TRANSACTION
+            await asyncio.wait_for(child.wait(), 10)
+            await wait_until(lambda: len(collector.msgs) >= 1, timeout=20)
+            await asyncio.sleep(1.5)
+        finally:
+            if child.returncode is None:
+                os.kill(child.pid, signal.SIGKILL)
+                await asyncio.wait_for(child.wait(), 10)
+            await consumer.shutdown()
+    assert [m.body for m in collector.msgs] == [b"from the crashed producer"]
+    assert collector.msgs[0].msg_id == uniq
+    assert listener.checked["from the crashed producer"] >= 1
+
+
+def _commit_all(listener: ScriptedListener):  # type: ignore[no-untyped-def]
+    def check(msg: MessageExt) -> LocalTransactionState:
+        listener.checked[msg.body.decode()] += 1
+        return COMMIT
+    return check
+
+
+async def test_delayed_transactional_message_is_refused_before_sending(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, _ = names
+    async with TransactionProducer(pg, ScriptedListener(), namesrv_addr=namesrv) as producer:
+        with pytest.raises(MessageValidationError, match="cannot be delayed"):
+            await producer.send_message_in_transaction(Message(topic, b"x", delay_time_level=2))
+
+
+async def test_broker_rejecting_transactions_answers_no_permission(tmp_path: Path) -> None:
+    server = start_dev(tmp_path / "reject", "rejectTransactionMessage=true\n")
+    try:
+        listener = ScriptedListener()
+        async with TransactionProducer("TXPG_reject", listener, namesrv_addr=server.addresses[0]) as producer:
+            await create_topic(producer, "TX_reject", queues=1)
+            with pytest.raises(NoPermission, match="transaction message is forbidden"):
+                await producer.send_message_in_transaction(Message("TX_reject", b"commit"))
+        assert listener.executed == []
+    finally:
+        server.stop()
