@@ -1,0 +1,119 @@
+"""CONSUMER_SEND_MSG_BACK (36): a consumer returns a message it could not consume (§3.5, §6.7).
+
+Checks in RocketMQ's order: the group exists (or is auto-created) → else 26;
+the broker is writable → else 16; a group with no retry queues drops the
+message (SUCCESS); the retry topic exists (created on demand with the
+group's retryQueueNums, perm R|W) and is writable; the original record is
+found by its CommitLog offset → else 1. The decision and the new record
+come from `broker/retry.py`; a retry waits at its delay level in the
+schedule topic, a dead letter goes to `%DLQ%<group>` (one queue, perm R|W,
+created on demand) at once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from orbitmq.broker import retry
+from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, text
+from orbitmq.broker.handlers.send import status_response
+from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.subscriptions import SubscriptionGroupTable
+from orbitmq.broker.topics import TopicTable
+from orbitmq.common import names
+from orbitmq.common.message import MessageExt, MessageExtBrokerInner
+from orbitmq.common.names import PERM_READ, PERM_WRITE
+from orbitmq.common.record import decode_record
+from orbitmq.errors import OrbitMQError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore
+
+
+class SendBackHandler:
+    def __init__(
+        self,
+        *,
+        live: LiveConfig,
+        topics: TopicTable,
+        groups: SubscriptionGroupTable,
+        store: MessageStore,
+        route_delayed: Callable[[MessageExtBrokerInner], object],
+        topics_changed: Callable[[], None],
+        groups_changed: Callable[[], None],
+        stats: BrokerStats | None = None,
+    ) -> None:
+        self.live = live
+        self.topics = topics
+        self.groups = groups
+        self.store = store
+        #: Sends a message carrying DELAY to the schedule topic (ScheduleService.rewrite).
+        self.route_delayed = route_delayed
+        self.topics_changed = topics_changed
+        self.groups_changed = groups_changed
+        self.stats = stats
+
+    def register(self, server: Registry) -> None:
+        server.register(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(self.send_back))
+
+    async def send_back(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        config = self.live.value
+        offset = integer(request, "offset")
+        group_name = text(request, "group")
+        delay_level = integer(request, "delayLevel", 0)
+        known = group_name in self.groups
+        group = self.groups.find_or_create(group_name)
+        if group is None:
+            raise RequestError(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group_name}"
+            )
+        if not known:
+            self.groups_changed()
+        if not config.broker_permission & PERM_WRITE:
+            raise RequestError(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
+            )
+        if group.retry_queue_nums <= 0:
+            return request.response(ResponseCode.SUCCESS)
+        self._ensure_topic(retry.RetryTarget(names.retry_topic(group_name), group.retry_queue_nums, 0))
+
+        original = self._look_up(offset)
+        header_max = request.field("maxReconsumeTimes")
+        max_times = retry.max_reconsume_times(
+            group.retry_max_times, integer(request, "maxReconsumeTimes") if header_max else None, request.version
+        )
+        target = retry.decide(group_name, original.reconsume_times, max_times, delay_level, group.retry_queue_nums)
+        if target.dead:
+            self._ensure_topic(target)
+        msg = retry.retry_record(original, target, random.randrange(target.queue_nums), config.broker_addr)
+        self.route_delayed(msg)
+        msg.refresh_properties_string()
+        result = await self.store.put_message(msg)
+        if not result.is_ok:
+            return status_response(request, result, config.store.max_message_size)
+        if self.stats is not None:
+            self.stats.record_put(1)
+        return request.response(ResponseCode.SUCCESS)
+
+    def _ensure_topic(self, target: retry.RetryTarget) -> None:
+        """Create the retry or dead-letter topic on demand; refuse when it is not writable."""
+        existing = self.topics.get(target.topic)
+        if existing is None:
+            existing = self.topics.ensure(target.topic, target.queue_nums, PERM_READ | PERM_WRITE)
+            self.topics_changed()
+        if not existing.writable:
+            raise RequestError(ResponseCode.NO_PERMISSION, f"the topic[{target.topic}] sending message is forbidden")
+
+    def _look_up(self, offset: int) -> MessageExt:
+        """The original record, decoded without touching a compressed body (its sysflag is kept)."""
+        found = self.store.select_one_message_by_offset(offset) if offset >= 0 else None
+        if found is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
+        with found:
+            try:
+                return decode_record(found.buffer, decompress=False)
+            except OrbitMQError as exc:
+                raise RequestError(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}: {exc}")
