@@ -39,7 +39,6 @@ from orbitmq.broker.handlers.query import QueryHandlers
 from orbitmq.broker.handlers.reply import ReplyHandlers
 from orbitmq.broker.handlers.send import SendGate, SendHandlers
 from orbitmq.broker.handlers.sendback import SendBackHandler
-from orbitmq.broker.handlers.sendback import SendBackHandler
 from orbitmq.broker.handlers.transaction import TransactionHandlers
 from orbitmq.broker.locks import QueueLocks
 from orbitmq.broker.longpoll import PullWaiters
@@ -243,11 +242,6 @@ class Broker:
             live=self.live, topics=self.topics, groups=self.groups, store=store,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
             gate=self.send_gate, before_put=self._delay_routing(),
-        ).register(registry)
-        assert self.schedule is not None
-        SendBackHandler(
-            live=self.live, topics=self.topics, groups=self.groups, store=store, route_delayed=self.schedule.rewrite,
-            topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
         ).register(registry)
         assert self.schedule is not None
         SendBackHandler(
