@@ -96,3 +96,35 @@ async def test_our_consumer_reads_what_ali_ons_sends(namesrv: str, names: tuple[
         assert msg.tags == item["tags"]
         assert msg.keys == item["keys"].split(" ")
         assert msg.msg_id == item["msgId"]
+
+
+async def test_our_consumer_and_ali_ons_share_one_group_without_overlap(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    node = node_or_skip()
+    topic, pg, cg = names
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=4)
+        collector = Collector()
+        consumer = PushConsumer(cg, namesrv_addr=namesrv,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe(topic, "*")
+        consumer.register_listener(collector)
+        await consumer.start()
+        try:
+            js = asyncio.ensure_future(run_roundtrip(
+                node, "--namesrv", namesrv, "--topic", topic, "--group", cg, "--produce", "0",
+                "--expect", str(COUNT), "--timeout", "12000"))
+            # Both members run the same allocation: we keep exactly half of the four queues.
+            await wait_until(lambda: sum(1 for mq in consumer.rebalancer.process_queues
+                                         if mq.topic == topic) == 2, timeout=30)
+            for i in range(COUNT):
+                await producer.send(Message(topic, f"shared {i}".encode()))
+            report = await js
+        finally:
+            await consumer.shutdown()
+    ours = {m.body.decode() for m in collector.msgs}
+    theirs = {r["body"] for r in report["received"]}
+    assert ours and theirs
+    assert not ours & theirs
+    assert ours | theirs == {f"shared {i}" for i in range(COUNT)}
