@@ -30,6 +30,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.selector import QueueSelector
 from orbitmq.common import names
 from orbitmq.common import properties as mc
+from orbitmq.common.message import Message as _Message
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import ClientError, RequestTimeout
 from orbitmq.remoting.codes import ResponseCode
@@ -139,7 +140,7 @@ def reply_from_push(request: RemotingCommand) -> MessageExt:
 
 async def request(
     producer: Producer,
-    msg: Message,
+    msg: _Message,
     timeout: float,
     *,
     selector: QueueSelector | None = None,
@@ -174,7 +175,7 @@ async def request(
 
 def request_async(
     producer: Producer,
-    msg: Message,
+    msg: _Message,
     callback: RequestCallback | None,
     timeout: float,
     *,

@@ -27,6 +27,7 @@ from orbitmq.client import lite_pull_consumer as _lite
 from orbitmq.client import producer as _producer
 from orbitmq.client import pull_consumer as _pull
 from orbitmq.client import push_consumer as _push
+from orbitmq.client import transaction_producer as _tx
 from orbitmq.client.listener import Listener
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult, SendResult
@@ -142,6 +143,23 @@ class Producer:
 
     def query_message(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[MessageExt]:
         return _call(self._p.query_message(topic, key, max_num, begin_ms, end_ms))
+
+    def request(self, msg: Message, timeout: float = 3.0, *, selector: QueueSelector | None = None,
+                arg: Any = None, queue: MessageQueue | None = None) -> MessageExt:
+        """Send a request and block until its reply (`RequestReplyTimeout` after `timeout` seconds)."""
+        return _call(self._p.request(msg, timeout, selector=selector, arg=arg, queue=queue))
+
+
+class TransactionProducer(Producer):
+    """Blocking twin of `orbitmq.client.TransactionProducer`; the listener runs on the client loop's thread."""
+
+    def __init__(self, group: str = "DEFAULT_PRODUCER", listener: _tx.TransactionListener | None = None,
+                 **options: Any) -> None:
+        self._tp = _tx.TransactionProducer(group, listener, **options)
+        self._p = self._tp
+
+    def send_message_in_transaction(self, msg: Message, arg: Any = None) -> _tx.TransactionSendResult:
+        return _call(self._tp.send_message_in_transaction(msg, arg))
 
 
 class PushConsumer:

@@ -13,9 +13,9 @@ import pytest
 
 from orbitmq.client import LocalTransactionState, Message, MessageExt, PushConsumer, TransactionProducer
 from orbitmq.common.msgid import parse_offset_msg_id
-from orbitmq.errors import MessageValidationError, NoPermission
+from orbitmq.errors import MessageValidationError, NoPermission, OrbitMQError
 from tests.client.helpers import Collector, create_topic, wait_until
-from tests.support.procs import ServerProcess
+from tests.support.procs import ServerProcess, eventually
 from tests.tx.conftest import start_dev
 
 pytestmark = pytest.mark.timeout(60)
@@ -184,3 +184,26 @@ async def test_broker_rejecting_transactions_answers_no_permission(tmp_path: Pat
         assert listener.executed == []
     finally:
         server.stop()
+
+
+def test_blocking_transaction_producer_commits_a_message_found_by_its_key(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    from orbitmq.client import sync
+
+    topic, pg, _ = names
+    with sync.TransactionProducer(pg, ScriptedListener(), namesrv_addr=namesrv, instance_name="sync-tx") as producer:
+        result = producer.send_message_in_transaction(Message(topic, b"commit", keys=["order-7"]))
+        found: list[MessageExt] = []
+
+        def committed_is_indexed() -> bool:
+            try:  # the auto-created topic reaches the NameServer a moment after the send
+                found[:] = producer.query_message(topic, "order-7", 8, 0, 2**62)
+            except OrbitMQError:
+                return False
+            return bool(found)
+
+        eventually(committed_is_indexed, timeout=20)
+    assert result.local_transaction_state is COMMIT
+    assert [m.body for m in found] == [b"commit"]
+    assert found[0].transaction_type == 0x8
