@@ -201,6 +201,9 @@ def test_a_unique_key_that_is_not_an_offset_id_needs_a_topic_and_is_found_with_o
     assert code == 2 and "-t topic" in err
     eventually(lambda: admin(dev, "queryMsgById", "-i", unique_id, "-t", "AdminUniq")[0] == 0, timeout=10)
     assert "by uniq" in ok(dev, "queryMsgById", "-i", unique_id, "-t", "AdminUniq")
+    assert "by uniq" in ok(dev, "queryMsgByUniqueKey", "-i", unique_id.lower(), "-t", "AdminUniq")
+    code, _, err = admin(dev, "queryMsgByUniqueKey", "-i", "0" * 32, "-t", "AdminUniq")
+    assert code == 1 and "not found" in err
 
 
 def test_update_sub_group_settings_show_in_get_consumer_config_until_delete_sub_group(dev: DevCluster) -> None:

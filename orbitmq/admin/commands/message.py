@@ -181,6 +181,25 @@ def query_msg_by_id(msg_id: str, topic: str | None, namesrv: str | None, timeout
     run_admin(namesrv, timeout, action)
 
 
+@click.command("queryMsgByUniqueKey")
+@click.option("-i", "--msgId", "msg_id", required=True, help="The message's UNIQ_KEY (its client id).")
+@click.option("-t", "--topic", required=True, help="Topic.")
+@namesrv_option
+@timeout_option
+def query_msg_by_unique_key(msg_id: str, topic: str, namesrv: str | None, timeout: float) -> None:
+    """Show a message by its UNIQ_KEY, looked up in the brokers' index (QUERY_MESSAGE, unique-key mode)."""
+    validated_topic(topic)
+    key = msg_id.strip().upper()
+
+    async def action(admin: AdminClient) -> None:
+        messages = await find_by_unique_key(admin, topic, key)
+        if not messages:
+            raise ClientError(f"message {key} not found in topic {topic!r}")
+        click.echo("\n\n".join(message_detail(m) for m in messages))
+
+    run_admin(namesrv, timeout, action)
+
+
 @click.command("queryMsgByKey")
 @click.option("-t", "--topic", required=True, help="Topic.")
 @click.option("-k", "--msgKey", "key", required=True, help="One message key.")
@@ -233,4 +252,6 @@ def query_msg_by_offset(
     run_admin(namesrv, timeout, action)
 
 
-COMMANDS = [send_message, consume_message, query_msg_by_id, query_msg_by_key, query_msg_by_offset]
+COMMANDS = [
+    send_message, consume_message, query_msg_by_id, query_msg_by_unique_key, query_msg_by_key, query_msg_by_offset,
+]
