@@ -1,0 +1,67 @@
+"""Consumers whose listener fails: redelivery through %RETRY%, then the dead-letter queue (orbitmq dev).
+
+The dev broker runs the delay table "1s 2s 3s", so every broker-chosen retry
+(level 3 + reconsume times, capped at the last level) waits 3 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PullConsumer, PushConsumer
+from tests.client.helpers import create_topic, wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def test_a_failing_message_returns_with_its_reconsume_times_then_lands_in_the_dlq_only(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    seen: list[tuple[bytes, int, str | None, str]] = []
+
+    def listener(msgs: list[MessageExt]) -> ConsumeResult:
+        for m in msgs:
+            seen.append((m.body, m.reconsume_times, m.properties.get("ORIGIN_MESSAGE_ID"), m.topic))
+        body = msgs[0].body
+        if body == b"flaky" and msgs[0].reconsume_times < 2:
+            return ConsumeResult.RECONSUME_LATER
+        if body == b"poison":
+            raise RuntimeError("this message always fails")
+        return ConsumeResult.CONSUME_SUCCESS
+
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        consumer = PushConsumer(cg, namesrv_addr=namesrv, instance_name="retry-e2e", max_reconsume_times=2,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        consumer.register_listener(listener)
+        await consumer.start()
+        try:
+            flaky = await producer.send(Message(topic, b"flaky"))
+            await producer.send(Message(topic, b"poison"))
+            await wait_until(lambda: Counter(b for b, *_ in seen)[b"poison"] >= 3, timeout=30)
+            await wait_until(lambda: Counter(b for b, *_ in seen)[b"flaky"] >= 3, timeout=30)
+            await asyncio.sleep(4)  # a fourth delivery of either would come by now
+        finally:
+            await consumer.shutdown()
+
+        flaky_runs = [(rt, origin, t) for b, rt, origin, t in seen if b == b"flaky"]
+        assert [rt for rt, _, _ in flaky_runs] == [0, 1, 2]
+        assert all(t == topic for _, _, t in flaky_runs)  # the original topic, restored from RETRY_TOPIC
+        assert flaky_runs[1][1] is not None and flaky_runs[1][1] == flaky_runs[2][1]
+        assert [rt for b, rt, _, _ in seen if b == b"poison"] == [0, 1, 2]
+        assert flaky.msg_id
+
+        dlq = PullConsumer(cg + "_DLQ", namesrv_addr=namesrv, instance_name="dlq-reader")
+        await dlq.start()
+        try:
+            queues = await dlq.fetch_subscribe_message_queues(f"%DLQ%{cg}")
+            assert len(queues) == 1
+            result = await dlq.pull(next(iter(queues)), "*", 0, 32)
+        finally:
+            await dlq.shutdown()
+        assert [(m.body, m.reconsume_times) for m in result.messages] == [(b"poison", 3)]
