@@ -58,7 +58,7 @@ class _Continuation(Coroutine[Any, Any, Any]):
         return self
 
     def __await__(self) -> Generator[Any, None, Any]:
-        return self  # type: ignore[return-value]
+        return self
 
 
 def start_eagerly(
