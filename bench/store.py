@@ -151,16 +151,17 @@ async def main():
     body = os.urandom(1024)
     ids = UniqueIdGenerator()
     target = int(sys.argv[2])
+    full = False
     i = 0
-    while store.get_max_phy_offset() < target:
+    while True:
         await store.put_messages(batch("Recover", body, i % 8, ids))
         i += 1
-    print("FULL", store.get_max_phy_offset(), flush=True)
-    while True:  # keep appending until killed
-        await store.put_messages(batch("Recover", body, i % 8, ids))
-        i += 1
-        if i % 16 == 0:
+        if i % 8 == 0:
+            # A broker waits on its sockets all the time; let the flush tasks run as they would.
             await asyncio.sleep(0)
+        if store.get_max_phy_offset() >= target and not full:
+            full = True
+            print("FULL", store.get_max_phy_offset(), flush=True)
 
 asyncio.run(main())
 """
@@ -176,7 +177,7 @@ def fill_and_kill(root: Path, size: int) -> None:
     line = child.stdout.readline()
     if not line.startswith("FULL"):
         raise RuntimeError(f"filler failed: {line!r}")
-    time.sleep(0.3)
+    time.sleep(1.5)  # a steady state: flushes and checkpoints happen while appends go on
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
 

@@ -87,9 +87,13 @@ class ConsumeQueue:
             CQ_ENTRY.pack_into(last.view, last.wrote_position, phys_offset, size, tags_code)
             last.wrote_position += CQ_UNIT_SIZE
         elif pos < log.max_offset and pos >= log.min_offset:
+            # Recovery dispatching a record again: rewrite the entry only if it differs,
+            # so that replaying intact entries does not dirty their pages.
             mf = log.find(pos)
             assert mf is not None
-            CQ_ENTRY.pack_into(mf.view, pos - mf.file_from_offset, phys_offset, size, tags_code)
+            at = pos - mf.file_from_offset
+            if CQ_ENTRY.unpack_from(mf.view, at) != (phys_offset, size, tags_code):
+                CQ_ENTRY.pack_into(mf.view, at, phys_offset, size, tags_code)
         else:
             self._put_slow(pos, phys_offset, size, tags_code)
         end = phys_offset + size

@@ -177,6 +177,12 @@ class MappedFile:
             self.flushed_position = max(self.flushed_position, target)
         return self.flushed_position
 
+    def sync(self) -> None:
+        """fdatasync the file whatever the positions say (after in-place rewrites). Blocking."""
+        if not self._closed:
+            os.fdatasync(self.fd)
+            self.flushed_position = self.wrote_position
+
     def truncate_after(self, position: int) -> None:
         """Make everything from `position` on zeros again and the write position `position`.
 

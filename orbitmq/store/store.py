@@ -27,7 +27,7 @@ from typing import Self
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from orbitmq.common.names import is_name_legal
 from orbitmq.common.record import TRANSACTION_TYPE_MASK, decode_record
-from orbitmq.errors import CorruptRecord
+from orbitmq.errors import CorruptRecord, StoreError
 from orbitmq.store.api import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -120,6 +120,9 @@ class DefaultMessageStore:
             # Leave nothing behind: no lock, no threads, no half-open files.
             self.commitlog.close()
             self.queues.close()
+            if self.checkpoint is not None:
+                self.checkpoint.close()
+                self.checkpoint = None
             for pool in (self._flush_pool, self._logics_pool, self._alloc_pool):
                 pool.shutdown(wait=True)
             os.close(self._lock_fd)
@@ -157,7 +160,7 @@ class DefaultMessageStore:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
-            raise RuntimeError(f"store folder {self.config.root_dir} is in use by another process") from exc
+            raise StoreError(f"store folder {self.config.root_dir} is in use by another process") from exc
         self._lock_fd = fd
 
     def _load_and_recover(self) -> None:
@@ -176,9 +179,9 @@ class DefaultMessageStore:
             start = crash_scan_start(self.commitlog, self.checkpoint)
             if repaired_from is not None:
                 start = min(start, repaired_from)
-            if self.index is not None:
-                # Index entries from the scan start on are rebuilt by the re-dispatch.
-                self.index.truncate_from(start)
+            # The index keeps what it has: its put skips records below its own end offset,
+            # so the re-dispatch adds only what is missing; what lies past the recovered
+            # end is truncated below.
             recover_abnormally(
                 self.commitlog, self.queues, start, config.check_crc_on_recover,
                 lambda records: self.dispatcher.dispatch(records, notify=False), self._delay_levels_ms,
@@ -188,10 +191,15 @@ class DefaultMessageStore:
         end = self.commitlog.max_offset
         if self.index is not None:
             self.index.truncate_from(end)
-        # Everything recovered is now consistent and on disk (recovery only read or zeroed).
-        self.commitlog.log.flush()
-        for cq in self.queues:
-            cq.log.flush()
+        # Make what recovery changed durable before the checkpoint vouches for it: the
+        # truncated CommitLog tail and every queue file recovery wrote (in place, too).
+        last = self.commitlog.log.last
+        if last is not None:
+            last.sync()
+        for cq in self.queues.dirty:
+            for mf in cq.log.files:
+                mf.sync()
+        self.queues.dirty.clear()
         self.checkpoint.physic_flushed_offset = end
         self.checkpoint.logics_phy_offset = end
         self.checkpoint.flush()

@@ -271,6 +271,8 @@ async def test_a_slave_or_closed_store_refuses_puts(tmp_path: Path) -> None:
 async def test_second_store_on_the_same_folder_is_refused(store: DefaultMessageStore, tmp_path: Path) -> None:
     import pytest
 
+    from orbitmq.errors import StoreError
+
     other = DefaultMessageStore(small_config(tmp_path))
-    with pytest.raises(RuntimeError, match="in use"):
+    with pytest.raises(StoreError, match="in use"):
         await other.start()
