@@ -41,11 +41,12 @@ class ListenerRunner:
             msg.properties[mc.CONSUME_START_TIMESTAMP] = now
         async with self.slots:
             try:
-                if self.is_async:
-                    return await asyncio.wait_for(self.listener(msgs), self.timeout_s)
-                loop = asyncio.get_running_loop()
-                fut = loop.run_in_executor(self.executor, self.listener, msgs)
-                return await asyncio.wait_for(fut, self.timeout_s)
+                # asyncio.timeout rather than wait_for: no extra task per call, no lost cancellation.
+                async with asyncio.timeout(self.timeout_s):
+                    if self.is_async:
+                        return await self.listener(msgs)
+                    loop = asyncio.get_running_loop()
+                    return await loop.run_in_executor(self.executor, self.listener, msgs)
             except TimeoutError:
                 log.warning("listener took longer than %.0f s for %s; consuming them later",
                             self.timeout_s, [m.msg_id for m in msgs])
