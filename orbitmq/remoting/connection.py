@@ -339,6 +339,11 @@ class Connection(asyncio.Protocol):
     # --- closing ------------------------------------------------------------------
 
     @property
+    def usable(self) -> bool:
+        """Open and not closing: a send now will be written."""
+        return not self.closed and self._transport is not None and not self._transport.is_closing()
+
+    @property
     def busy(self) -> bool:
         """Handlers are running or requests we sent await answers (a held long poll is not idleness)."""
         return bool(self._tasks) or len(self._pending) > 0

@@ -247,7 +247,7 @@ class RemotingClient:
         response arrives in time.
         """
         conn = self._connections.get(addr)
-        if conn is None or conn.closed:
+        if conn is None or not conn.usable:
             started = time.monotonic()
             conn = await self._connection(addr, timeout)
             timeout -= time.monotonic() - started
@@ -274,7 +274,7 @@ class RemotingClient:
         `add_done_callback`). Must be called from the client's event loop.
         """
         conn = self._connections.get(addr)
-        if conn is not None and not conn.closed:
+        if conn is not None and conn.usable:
             fut = conn.invoke_future(cmd, timeout)
         else:
             task = asyncio.ensure_future(self.invoke(addr, cmd, timeout))
@@ -289,7 +289,7 @@ class RemotingClient:
         """Send `cmd` flagged oneway; returns once it is queued (`ConnectError` if that fails)."""
         cmd.flag |= RPC_ONEWAY
         conn = self._connections.get(addr)
-        if conn is None or conn.closed:
+        if conn is None or not conn.usable:
             conn = await self._connection(addr)
         conn.send(cmd)
         await conn.drain()
@@ -304,7 +304,7 @@ class RemotingClient:
         if self._closed:
             raise ConnectError("client is closed")
         conn = self._connections.get(addr)
-        if conn is not None and not conn.closed:
+        if conn is not None and conn.usable:
             return conn
         task = self._connecting.get(addr)
         if task is None:
