@@ -36,7 +36,11 @@ async def test_every_send_mode_delivers_every_message_intact(namesrv: str, names
         assert await producer.send_async(remember(make(topic, 1)))
         seen: list[object] = []
         done = asyncio.Event()
-        producer.send_async(remember(make(topic, 2)), lambda r, e: (seen.append(r or e), done.set()))
+        def on_done(result: object, exc: BaseException | None) -> None:
+            seen.append(result or exc)
+            done.set()
+
+        producer.send_async(remember(make(topic, 2)), on_done)
         await asyncio.wait_for(done.wait(), 10)
         assert seen and getattr(seen[0], "status", None) is SendStatus.SEND_OK
         await producer.send_oneway(remember(make(topic, 3)))

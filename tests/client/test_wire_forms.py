@@ -10,6 +10,7 @@ from orbitmq.client.producer import Producer
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.routes import TopicRouteData, publish_queues, subscribe_queues
 from orbitmq.client.subscription import SubscriptionData
+from orbitmq.common.message import Message as CommonMessage
 from orbitmq.common.properties import decode_properties
 
 LEGACY_ROUTE = (
@@ -82,7 +83,7 @@ def test_bodies_of_4_kib_and_more_are_zlib_compressed_with_sysflag_bit_0() -> No
 
 def test_batches_use_send_batch_message_with_only_wait_in_the_header() -> None:
     producer = Producer("PG")
-    msgs = [Message("T", b"1"), Message("T", b"2")]
+    msgs: list[CommonMessage] = [Message("T", b"1"), Message("T", b"2")]
     for i, m in enumerate(msgs):
         m.unique_key = f"ID{i}"
     code, fields, _, msg_id = producer._request(True, msgs, MessageQueue("T", "b", 0))
