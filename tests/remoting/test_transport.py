@@ -410,3 +410,12 @@ async def test_an_idle_connection_is_closed_and_an_active_one_is_kept() -> None:
         active_writer.close()
     finally:
         await srv.close()
+
+
+async def test_concurrent_first_requests_to_an_address_share_one_connection(
+    server: RemotingServer, client: RemotingClient
+) -> None:
+    calls = [client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=bytes([i])), 3.0) for i in range(20)]
+    responses = await asyncio.gather(*calls)
+    assert [r.body for r in responses] == [bytes([i]) for i in range(20)]
+    assert len(server.peers) == 1
