@@ -47,7 +47,7 @@ from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher
 from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
 from orbitmq.store.indexfile import IndexService
 from orbitmq.store.reading import QueueReader, offset_by_time
-from orbitmq.store.record_writer import offset_id_prefix
+from orbitmq.store.record_writer import offset_id_prefix, peek_property
 from orbitmq.store.recovery import (
     DEFAULT_DELAY_LEVELS_MS,
     crash_scan_start,
@@ -348,7 +348,8 @@ class DefaultMessageStore:
             ids[0], tuple(ids), first.store_timestamp, first.queue_offset, len(records),
         )
         status = PutMessageStatus.PUT_OK
-        if self._group is not None and "WAIT\x01false" not in batch.properties_string:
+        wait = peek_property(batch.properties_string.encode(), b"WAIT\x01", b"\x02WAIT\x01") != "false"
+        if self._group is not None and wait:
             status = await self._await_flush(last.phys_offset + last.size)
         return PutMessageResult(status, result)
 
