@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from orbitmq.admin.commands import broker, cluster, consumer, message, offset, topic
+from orbitmq.admin.commands import broker, cluster, consumer, message, offset, topic, trace
 
 
 @click.group(
@@ -23,6 +23,6 @@ def admin_group() -> None:
     """Administer topics, groups, brokers and messages (RocketMQ's mqadmin)."""
 
 
-for _module in (topic, cluster, broker, consumer, offset, message):
+for _module in (topic, cluster, broker, consumer, offset, message, trace):
     for _command in _module.COMMANDS:
         admin_group.add_command(_command)

@@ -42,6 +42,7 @@ from orbitmq.client.lookups import Lookups
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SEND_STATUS_BY_CODE, SendResult, SendStatus
 from orbitmq.client.selector import QueueSelector
+from orbitmq.client.trace_dispatch import SendTracer, TraceDispatcher, pop_trace_options
 from orbitmq.client.validation import check_batch, check_group, check_message
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message, MessageExt
@@ -61,7 +62,11 @@ class Producer:
     """An asyncio producer; see the module docstring for its guarantees."""
 
     def __init__(self, group: str = "DEFAULT_PRODUCER", **options: Any) -> None:
+        trace_enabled, trace_topic = pop_trace_options(options)
         self.config: ProducerConfig = from_kwargs(ProducerConfig, group=group, **options)
+        #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
+        self._tracer = SendTracer(TraceDispatcher(self.config.namesrv_addr, trace_topic), group) \
+            if trace_enabled else None
         self.group = group
         self._instance: ClientInstance | None = None
         self._fault = FaultStrategy(self.config.send_latency_fault_enable)
@@ -94,6 +99,8 @@ class Producer:
             return
         if self._pending:
             await asyncio.wait(list(self._pending), timeout=self.config.send_msg_timeout_ms / 1000)
+        if self._tracer is not None:
+            await self._tracer.close()
         await instance.unregister(producer_group=self.group)
         await instance.release()
 
@@ -335,6 +342,7 @@ class Producer:
         return code, fields, body, msg_id
 
     async def _attempt(self, batch: bool, msgs: list[Message], mq: MessageQueue, deadline: float) -> SendResult:
+        started = time.monotonic()
         code, fields, body, msg_id = self._request(batch, msgs, mq)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         remaining = deadline - time.monotonic()
@@ -345,7 +353,7 @@ class Producer:
         if status is None:
             raise BrokerError.for_code(resp.code, resp.remark)
         queue_id = int(resp.field("queueId") or mq.queue_id)
-        return SendResult(
+        result = SendResult(
             status=status,
             msg_id=msg_id,
             offset_msg_id=resp.field("msgId") or "",
@@ -354,6 +362,9 @@ class Producer:
             region_id=resp.field("MSG_REGION") or "DefaultRegion",
             trace_on=resp.field("TRACE_ON") != "false",
         )
+        if self._tracer is not None and not batch:
+            self._tracer.sent(msgs[0], result, addr, started)  # buffered; sent by the trace dispatcher
+        return result
 
     # --- lookups and administration ------------------------------------------------------------
 

@@ -44,6 +44,7 @@ from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.subscription import SubscriptionData
 from orbitmq.client.tasks import cancel_and_wait
+from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner, pop_trace_options
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
@@ -63,7 +64,10 @@ def retry_topic(group: str) -> str:
 
 class PushConsumer:
     def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Any) -> None:
+        trace_enabled, trace_topic = pop_trace_options(options)
         self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
+        #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
+        self._trace = TraceDispatcher(self.config.namesrv_addr, trace_topic) if trace_enabled else None
         self.group = group
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Listener | None = None
@@ -135,7 +139,9 @@ class PushConsumer:
         )
         assert self._listener is not None
         runner = ListenerRunner(self._listener, self.config.consume_thread_max,
-                                self.config.consume_timeout_minutes * 60.0)
+                                self.config.consume_timeout_minutes * 60.0) if self._trace is None else \
+            TracedListenerRunner(self._listener, self.config.consume_thread_max,
+                                 self.config.consume_timeout_minutes * 60.0, self._trace, self.group)
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService
         if self._orderly:
             self.consume_service = OrderlyConsumeService(
@@ -167,6 +173,8 @@ class PushConsumer:
             await self.rebalancer.unlock(held)
         for pq in self.rebalancer.process_queues.values():
             pq.dropped = True
+        if self._trace is not None:
+            await self._trace.close()
         await instance.unregister(consumer_group=self.group)
         await instance.release()
 
