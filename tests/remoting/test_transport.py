@@ -391,14 +391,14 @@ async def test_a_cancelled_invoke_stops_waiting_and_its_late_answer_is_dropped(
 
 
 async def test_an_idle_connection_is_closed_and_an_active_one_is_kept() -> None:
-    srv = RemotingServer(idle_timeout=0.4)
+    srv = RemotingServer(idle_timeout=0.6)
     srv.register(ECHO, echo)
     await srv.start()
     try:
         idle_reader, idle_writer = await raw_connection(srv)
         active_reader, active_writer = await raw_connection(srv)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 1.2
+        deadline = loop.time() + 1.5
         while loop.time() < deadline:  # keep one connection talking
             active_writer.writelines(encode(RemotingCommand.request(ECHO)))
             await read_one(active_reader)
