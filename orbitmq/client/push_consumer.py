@@ -56,6 +56,8 @@ PULL_FLAG_SUSPEND = 0x2
 PULL_FLAG_SUBSCRIPTION = 0x4
 FLOW_CONTROL_CODE = 215
 SHUTDOWN_GRACE_S = 5.0
+#: Pull answers meaning the broker does not know our subscription (SUBSCRIPTION_NOT_EXIST, _NOT_LATEST).
+SUBSCRIPTION_UNKNOWN_CODES = frozenset({24, 25})
 
 
 def retry_topic(group: str) -> str:
@@ -75,6 +77,8 @@ class PushConsumer:
         self._instance: ClientInstance | None = None
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
         self._started_ms = 0
+        self._last_extra_heartbeat = 0.0
+        self._side_tasks: set[asyncio.Task[None]] = set()
 
     # --- configuration ---------------------------------------------------------------
 
@@ -166,6 +170,7 @@ class PushConsumer:
         await self.rebalancer.stop()
         await cancel_and_wait(self._pull_tasks.values())
         self._pull_tasks.clear()
+        await cancel_and_wait(self._side_tasks)
         await self.consume_service.shutdown(SHUTDOWN_GRACE_S)
         held = list(self.rebalancer.process_queues)
         await self._persist(held, oneway=False)
@@ -312,6 +317,9 @@ class PushConsumer:
             except BrokerError as exc:
                 delay_s = 0.02 if exc.code == FLOW_CONTROL_CODE else cfg.pull_time_delay_ms_when_exception / 1000
                 log.info("pull of %s failed: %s", mq, exc)
+                if exc.code in SUBSCRIPTION_UNKNOWN_CODES:
+                    # A restarted broker forgot us; tell it now rather than at the next 30 s heartbeat.
+                    self._heartbeat_soon()
                 await asyncio.sleep(delay_s)
                 continue
             except (RemotingError, ClientError) as exc:
@@ -343,6 +351,16 @@ class PushConsumer:
                 await self.offset_store.persist(mq)
             if cfg.pull_interval_ms:
                 await asyncio.sleep(cfg.pull_interval_ms / 1000)
+
+    def _heartbeat_soon(self) -> None:
+        """One heartbeat to all brokers, at most once a second however many queues ask."""
+        now = time.monotonic()
+        if self._instance is None or now - self._last_extra_heartbeat < 1.0:
+            return
+        self._last_extra_heartbeat = now
+        task = asyncio.ensure_future(self._instance.send_heartbeat_to_all())
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
 
     def _prepare(self, msgs: list[MessageExt]) -> list[MessageExt]:
         """Restore the original topic of retried messages (the tag filter ran in PullHelper)."""
