@@ -16,15 +16,16 @@ import argparse
 import os
 import sys
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 import orbitmq.spark
 
 ORDER_SCHEMA = "orderId STRING, customer STRING, amount DOUBLE, ts BIGINT"
 
 
-def build(spark: SparkSession, namesrv: str, topic: str, max_per_trigger: int) -> object:
+def build(spark: SparkSession, namesrv: str, topic: str, max_per_trigger: int) -> DataFrame:
     orders = (
         spark.readStream.format("orbitmq")
         .option("namesrvAddr", namesrv)
@@ -45,39 +46,23 @@ def build(spark: SparkSession, namesrv: str, topic: str, max_per_trigger: int) -
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--namesrv", default="127.0.0.1:9876")
-    parser.add_argument("--topic", default="orders")
-    parser.add_argument("--stats-topic", default="order_stats")
-    parser.add_argument("--out", default="order-stats", help="folder for parquet output and checkpoints")
-    parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
-    parser.add_argument("--available-now", action="store_true", help="process what exists, then stop")
-    args = parser.parse_args()
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]").appName("orbitmq-orders-per-minute")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    orbitmq.spark.register(spark)
+def start(spark: SparkSession, args: argparse.Namespace) -> list[StreamingQuery]:
+    """Start the two output queries (parquet, topic) over one definition of the stats."""
     stats = build(spark, args.namesrv, args.topic, args.max_offsets_per_trigger)
 
-    def trigger(writer: object) -> object:
+    def trigger(writer: DataStreamWriter) -> DataStreamWriter:
         if args.available_now:
-            return writer.trigger(availableNow=True)  # type: ignore[attr-defined]
-        return writer.trigger(processingTime="10 seconds")  # type: ignore[attr-defined]
+            return writer.trigger(availableNow=True)
+        return writer.trigger(processingTime="10 seconds")
 
     to_parquet = trigger(
-        stats.writeStream.format("parquet")  # type: ignore[attr-defined]
+        stats.writeStream.format("parquet")
         .option("path", os.path.join(args.out, "parquet"))
         .option("checkpointLocation", os.path.join(args.out, "checkpoints", "parquet"))
         .outputMode("append")
     ).start()
     to_topic = trigger(
-        stats.select(  # type: ignore[attr-defined]
+        stats.select(
             F.to_json(F.struct("minute", "orders", "revenue")).alias("body"),
             F.date_format("minute", "yyyy-MM-dd'T'HH:mm").alias("keys"),
             F.lit("per-minute").alias("tags"),
@@ -88,12 +73,37 @@ def main() -> None:
         .option("checkpointLocation", os.path.join(args.out, "checkpoints", "topic"))
         .outputMode("append")
     ).start()
+    return [to_parquet, to_topic]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--namesrv", default="127.0.0.1:9876")
+    parser.add_argument("--topic", default="orders")
+    parser.add_argument("--stats-topic", default="order_stats")
+    parser.add_argument("--out", default="order-stats", help="folder for parquet output and checkpoints")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=100_000)
+    parser.add_argument("--available-now", action="store_true", help="process what exists, then stop")
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (
+        SparkSession.builder.master("local[2]").appName("orbitmq-orders-per-minute")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    orbitmq.spark.register(spark)
+    queries = start(spark, args)
     try:
-        to_parquet.awaitTermination()
-        to_topic.awaitTermination()
+        for query in queries:
+            query.awaitTermination()
     except KeyboardInterrupt:
-        to_parquet.stop()
-        to_topic.stop()
+        for query in queries:
+            query.stop()
     finally:
         spark.stop()
 
