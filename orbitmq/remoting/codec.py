@@ -160,11 +160,12 @@ class FrameDecoder:
     the caller closes the connection.
     """
 
-    __slots__ = ("_pending", "max_frame_length")
+    __slots__ = ("_failed", "_pending", "max_frame_length")
 
     def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self.max_frame_length = max_frame_length
         self._pending = bytearray()
+        self._failed: FrameError | None = None
 
     @property
     def buffered(self) -> int:
@@ -172,7 +173,20 @@ class FrameDecoder:
         return len(self._pending)
 
     def feed(self, data: Buffer) -> list[RemotingCommand]:
-        """Add `data` to the stream; return the commands it completes, in order."""
+        """Add `data` to the stream; return the commands it completes, in order.
+
+        Once a `FrameError` was raised, every later call raises it again.
+        """
+        if self._failed is not None:
+            raise self._failed
+        try:
+            return self._feed(data)
+        except FrameError as exc:
+            self._failed = exc
+            self._pending = bytearray()  # the old one may still be pinned by views in the traceback
+            raise
+
+    def _feed(self, data: Buffer) -> list[RemotingCommand]:
         pending = self._pending
         if pending:
             pending += data
@@ -180,9 +194,9 @@ class FrameDecoder:
                 commands, used = self._decode_frames(view)
             del pending[:used]  # bytearray drops a prefix without moving the rest each time
             return commands
-        with memoryview(data) as view:
-            commands, used = self._decode_frames(view.cast("B") if view.format != "B" else view)
-            if used < view.nbytes:
+        with memoryview(data) as raw, raw.cast("B") as view:
+            commands, used = self._decode_frames(view)
+            if used < len(view):
                 pending += view[used:]
         return commands
 

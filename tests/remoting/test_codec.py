@@ -269,3 +269,21 @@ def test_arbitrary_bytes_either_decode_or_raise_frame_error(data: bytes) -> None
     for cmd in commands:
         assert isinstance(cmd.code, int) and isinstance(cmd.opaque, int)
         assert cmd.ext_fields is None or all(type(v) is str for v in cmd.ext_fields.values())
+
+
+def test_after_a_frame_error_the_decoder_refuses_the_rest_of_the_stream() -> None:
+    decoder = FrameDecoder()
+    good = frame_bytes(RemotingCommand(1))
+    with pytest.raises(FrameError):
+        decoder.feed(json_frame(b"{nope"))
+    with pytest.raises(FrameError):
+        decoder.feed(good)
+
+
+def test_data_in_any_buffer_format_is_read_as_bytes() -> None:
+    stream = frame_bytes(RemotingCommand(7, {"k": "v"}, body=b"12345678"))
+    padded = stream + b"\x00" * (-len(stream) % 4)
+    decoder = FrameDecoder()
+    words = memoryview(bytearray(padded)).cast("I")  # 4-byte items, not bytes
+    (cmd,) = decoder.feed(words)
+    assert cmd.body == b"12345678" and decoder.buffered == len(padded) - len(stream)
