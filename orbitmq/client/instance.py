@@ -165,7 +165,9 @@ class ClientInstance:
         self._spawn(self._rebalance_loop())
 
     def _spawn(self, coro: Awaitable[None]) -> None:
-        self._tasks.append(asyncio.ensure_future(coro))
+        task = asyncio.ensure_future(coro)
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
 
     async def _every(self, interval_ms: int, first_delay_s: float, job: Callable[[], Awaitable[Any]]) -> None:
         await asyncio.sleep(first_delay_s)
@@ -249,8 +251,14 @@ class ClientInstance:
 
     def _install_route(self, topic: str, route: TopicRouteData) -> None:
         self.routes[topic] = route
+        known = {addr for addrs in self.broker_addrs.values() for addr in addrs.values()}
         for b in route.broker_datas:
             self.broker_addrs[b.broker_name] = dict(b.broker_addrs)
+        fresh = any(addr not in known for b in route.broker_datas for addr in b.broker_addrs.values())
+        if fresh and self.consumers and self._tasks:
+            # A broker we never told about our consumers: heartbeat now (not at the next 30 s tick)
+            # so that it lists them when the group rebalances.
+            self._spawn(self._heartbeat_then_rebalance())
         info = publish_queues(topic, route)
         old = self.publish_infos.get(topic)
         if old is not None:
@@ -349,6 +357,10 @@ class ClientInstance:
                         await self.api.send_heartbeat(addr, data)
                     except (RemotingError, BrokerError) as exc:
                         log.warning("heartbeat to %s (%s) failed: %s", name, addr, exc)
+
+    async def _heartbeat_then_rebalance(self) -> None:
+        await self.send_heartbeat_to_all()
+        self.trigger_rebalance()
 
     # --- consumer duties ------------------------------------------------------------
 

@@ -215,3 +215,20 @@ async def test_shutdown_takes_the_consumer_out_of_its_group(namesrv: str, names:
         except BrokerError:
             remaining = []  # the broker answers an error when the group has no member left
         assert client_id not in remaining
+
+
+async def test_a_consumer_started_before_its_topic_exists_consumes_once_it_appears(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    collector = Collector()
+    c = consumer(namesrv, cg, topic, collector, "early", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                 rebalance_interval_ms=500)
+    await c.start()
+    try:
+        async with Producer(pg, namesrv_addr=namesrv) as producer:
+            await create_topic(producer, topic, queues=2)
+            await send_many(producer, topic, 0, 5)
+            await wait_until(lambda: len(collector.bodies()) == 5, timeout=20)
+    finally:
+        await c.shutdown()
