@@ -47,6 +47,7 @@ from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.registration import Registrar
 from orbitmq.broker.schedule import ScheduleService
+from orbitmq.broker.sqlfilter import ConsumerFilterTable
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.timer.routing import DelayRouting
@@ -148,6 +149,8 @@ class Broker:
         #: Delay-level and timed-message delivery (broker/schedule.py, broker/timer/).
         self.schedule: ScheduleService | None = None
         self.timers: TimerService | None = None
+        #: Compiled SQL92 subscriptions, shared by heartbeats and pulls (broker/sqlfilter.py).
+        self.filters = ConsumerFilterTable(lambda: self.live.value.enable_property_filter)
         #: Half messages, END_TRANSACTION and transaction checks (broker/transaction/).
         self.transactions: TransactionService | None = None
 
@@ -251,14 +254,14 @@ class Broker:
         PullHandler(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
             offsets=self.offsets, store=store, waiters=self.waiters, groups_changed=self._groups_changed,
-            stats=self.stats,
+            stats=self.stats, filters=self.filters,
         ).register(registry)
         OffsetHandlers(offsets=self.offsets, store=store).register(registry)
         QueryHandlers(live=self.live, store=store).register(registry)
         self._client_handlers = ClientHandlers(
             broker_name=config.broker_name, topics=self.topics, groups=self.groups, consumers=self.consumers,
             producers=self.producers, locks=self.locks, notifier=self._notifier, clock_ms=self.clock_ms,
-            topics_changed=self._topics_changed, groups_changed=self._groups_changed,
+            topics_changed=self._topics_changed, groups_changed=self._groups_changed, filters=self.filters,
         )
         self._client_handlers.register(registry)
         AdminHandlers(

@@ -51,7 +51,7 @@ def make_config(tmp_path: Path, **extra: str) -> BrokerConfig:
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    b = Broker(make_config(tmp_path))
+    b = Broker(make_config(tmp_path, enablePropertyFilter="true"))
     await b.start()
     try:
         yield b

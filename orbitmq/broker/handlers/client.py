@@ -17,12 +17,12 @@ from orbitmq.broker.consumers import ClientChannel, ConsumerRegistry, Subscripti
 from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, optional_text, text
 from orbitmq.broker.locks import QueueKey, QueueLocks
 from orbitmq.broker.producers import ProducerRegistry
+from orbitmq.broker.sqlfilter import ConsumerFilterTable
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import PERM_READ, PERM_WRITE, TopicTable
 from orbitmq.common import jsonbody
 from orbitmq.common.names import retry_topic
 from orbitmq.errors import ConnectError, RequestTimeout
-from orbitmq.filter.sql92 import SqlParseError, compile_sql92
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -114,7 +114,10 @@ class ClientHandlers:
         clock_ms: Callable[[], int],
         topics_changed: Callable[[], None],
         groups_changed: Callable[[], None],
+        filters: ConsumerFilterTable | None = None,
     ) -> None:
+        #: Refuses SQL92 subscriptions the broker cannot run and compiles the others once.
+        self.filters = filters if filters is not None else ConsumerFilterTable(lambda: True)
         self.broker_name = broker_name
         self.topics = topics
         self.groups = groups
@@ -166,6 +169,7 @@ class ClientHandlers:
         client_id = str(data.get("clientID") or "")
         if not client_id:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
+        self.filters.check_heartbeat(data)
         now = self.clock_ms()
         channel = ClientChannel(peer, client_id, language_name(request.language), request.version, now)
         topics_created = False
@@ -187,6 +191,7 @@ class ClientHandlers:
                 subscriptions = [Subscription.from_json(s) for s in consumer.get("subscriptionDataSet") or ()]
             except (KeyError, TypeError, ValueError) as exc:
                 raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad subscription in heartbeat: {exc}")
+            self.filters.register(group, subscriptions)
             changed = self.consumers.register(
                 group,
                 channel,
@@ -221,17 +226,11 @@ class ClientHandlers:
         subscription = data.get("subscriptionData") if isinstance(data, dict) else None
         if not isinstance(subscription, dict):
             raise RequestError(ResponseCode.SYSTEM_ERROR, "check client config body has no subscriptionData")
-        kind = str(subscription.get("expressionType") or "TAG").upper()
-        if kind == "TAG":
-            return request.response(ResponseCode.SUCCESS)
-        if kind != "SQL92":
-            return request.response(
-                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}"
-            )
-        try:
-            compile_sql92(str(subscription.get("subString") or ""))
-        except SqlParseError as exc:
-            return request.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
+        refused = self.filters.refusal(
+            str(subscription.get("expressionType") or "TAG"), str(subscription.get("subString") or "")
+        )
+        if refused is not None:
+            return request.response(*refused)
         return request.response(ResponseCode.SUCCESS)
 
     async def forward_to_consumer(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:

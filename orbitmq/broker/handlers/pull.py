@@ -13,7 +13,7 @@ slices are released after the write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry, Subscription
@@ -21,18 +21,16 @@ from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, inte
 from orbitmq.broker.handlers.query import release_after_write
 from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.sqlfilter import ConsumerFilterTable
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common.hashing import java_string_hash
 from orbitmq.common.names import PERM_READ
-from orbitmq.common.record import decode_record
-from orbitmq.errors import OrbitMQError
-from orbitmq.filter.sql92 import Sql92Filter, SqlParseError, compile_sql92
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
-from orbitmq.store.api import GetMessageResult, GetMessageStatus, MessageStore
+from orbitmq.store.api import GetMessageResult, GetMessageStatus, MessageFilter, MessageStore
 from orbitmq.store.config import BrokerRole
 
 FLAG_COMMIT_OFFSET = 0x1
@@ -57,35 +55,6 @@ def subscription_from_expression(topic: str, expression: str | None, expression_
         raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription[{expression}] failed")
     codes = frozenset(_int32(java_string_hash(t)) for t in tags)
     return Subscription(topic, expression, tags, codes, version)
-
-
-class SubscriptionFilter:
-    """The store's MessageFilter for one subscription: tag hash codes, or a SQL92 selector."""
-
-    def __init__(self, subscription: Subscription) -> None:
-        self.code_set = subscription.code_set
-        self.match_all = subscription.expression_type != "SQL92" and subscription.matches_all
-        self.sql: Sql92Filter | None = None
-        if subscription.expression_type == "SQL92":
-            try:
-                self.sql = compile_sql92(subscription.sub_string)
-            except SqlParseError as exc:
-                raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse SQL92 failed: {exc}")
-
-    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
-        if self.match_all or self.sql is not None:
-            return True
-        return _int32(tags_code) in self.code_set
-
-    def is_matched_by_commit_log(self, record: memoryview, properties: Mapping[str, str] | None) -> bool:
-        if self.sql is None:
-            return True
-        if properties is None:
-            try:
-                properties = decode_record(record, with_body=False).properties
-            except OrbitMQError:
-                return False
-        return self.sql.matches(properties)
 
 
 #: GetMessageStatus -> response code for statuses whose code does not depend on the offset.
@@ -120,7 +89,12 @@ class PullHandler:
         waiters: PullWaiters,
         groups_changed: Callable[[], None],
         stats: BrokerStats | None = None,
+        filters: ConsumerFilterTable | None = None,
     ) -> None:
+        #: Tag and SQL92 filters (broker/sqlfilter.py); SQL92 selectors are compiled once per version.
+        self.filters = filters if filters is not None else ConsumerFilterTable(
+            lambda: live.value.enable_property_filter
+        )
         self.stats = stats
         self.live = live
         self.topics = topics
@@ -194,7 +168,7 @@ class PullHandler:
             )
         if max_nums <= 0:
             raise RequestError(ResponseCode.SYSTEM_ERROR, f"maxMsgNums {max_nums} must be positive")
-        message_filter = SubscriptionFilter(self._subscription(request, group, topic, sys_flag))
+        message_filter = self.filters.filter_for(group, self._subscription(request, group, topic, sys_flag))
 
         if sys_flag & FLAG_COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
             commit_offset = integer(request, "commitOffset", -1)
@@ -217,7 +191,7 @@ class PullHandler:
         offset: int,
         request: RemotingCommand,
         result: GetMessageResult,
-        message_filter: SubscriptionFilter,
+        message_filter: MessageFilter,
         max_nums: int,
         group: str,
     ) -> GetMessageResult:
