@@ -296,6 +296,10 @@ class MessageStore(Protocol):
     def get_commit_log_data(self, offset: int) -> SelectMappedBufferResult | None:
         """CommitLog bytes from `offset` to the written end of its file (replication)."""
 
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """Slave replication: append the master's CommitLog bytes at `start_offset` and dispatch
+        the records they complete. False (nothing written) unless a running slave continues its log."""
+
     def get_max_phy_offset(self) -> int: ...
 
     def get_min_phy_offset(self) -> int: ...

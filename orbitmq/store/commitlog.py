@@ -188,6 +188,25 @@ class CommitLog:
             msg.prepared_transaction_offset,
         )
 
+    def append_raw(self, start_offset: int, data: bytes | bytearray | memoryview) -> None:
+        """Copy CommitLog bytes a master sent (replication) to the end of the log.
+
+        `start_offset` must be the current end. The bytes are the master's own
+        file contents (records and end-of-file blanks, possibly cut mid-record),
+        so with equal file sizes they fill the same files at the same places.
+        """
+        if start_offset != self.max_offset:
+            raise AppendFailure(
+                PutMessageStatus.MESSAGE_ILLEGAL,
+                f"replicated data starts at {start_offset}, the CommitLog ends at {self.max_offset}",
+            )
+        view = data if isinstance(data, memoryview) else memoryview(data)
+        while view:
+            mf = self.log.get_last_for_append(start_offset)
+            n = min(len(view), mf.file_size - mf.wrote_position)
+            mf.append(view[:n])
+            view = view[n:]
+
     def _roll_over(self, mf: MappedFile) -> MappedFile:
         """Fill the rest of `mf` with the end-of-file blank record and move to the next file."""
         encode_blank_into(mf.view, mf.wrote_position, mf.file_size - mf.wrote_position)

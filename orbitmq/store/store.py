@@ -26,7 +26,13 @@ from typing import Self
 
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from orbitmq.common.names import is_name_legal
-from orbitmq.common.record import TRANSACTION_TYPE_MASK, decode_record
+from orbitmq.common.record import (
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+    check_record,
+    decode_record,
+)
 from orbitmq.errors import CorruptRecord, StoreError
 from orbitmq.store.api import (
     AppendMessageResult,
@@ -41,7 +47,7 @@ from orbitmq.store.api import (
 )
 from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remove_abort_marker
 from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
-from orbitmq.store.commitlog import AppendFailure, CommitLog
+from orbitmq.store.commitlog import Appended, AppendFailure, CommitLog
 from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
 from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher
 from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
@@ -51,6 +57,7 @@ from orbitmq.store.record_writer import offset_id_prefix, peek_property
 from orbitmq.store.recovery import (
     DEFAULT_DELAY_LEVELS_MS,
     crash_scan_start,
+    read_dispatch_fields,
     recover_abnormally,
     recover_normally,
 )
@@ -99,6 +106,8 @@ class DefaultMessageStore:
         self.cleaner = CleanService(self, disk_usage)
         self._group: GroupCommit | None = None
         self._commitlog_flusher: IntervalFlush | None = None
+        #: CommitLog offset up to which replicated records are dispatched (slaves).
+        self._reput_offset = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
         self._lock_fd = -1
@@ -131,20 +140,22 @@ class DefaultMessageStore:
         self._running = True
         commitlog = self.commitlog
         commitlog.log.prepare_next()
+        self._reput_offset = commitlog.max_offset
         if self._sync:
             self._group = GroupCommit(
                 commitlog.log.flush, lambda: commitlog.max_offset, self._flush_pool,
                 config.sync_flush_timeout, self._on_commitlog_flushed,
             )
             self._group.flushed_offset = commitlog.max_offset
-        else:
-            flusher = self._commitlog_flusher = IntervalFlush(
-                "CommitLog", self._commitlog_flush_job,
-                lambda: commitlog.max_offset - commitlog.log.flushed_offset, self._flush_pool,
-                config.flush_interval_commit_log, config.flush_commit_log_least_pages,
-                config.flush_commit_log_thorough_interval,
-            )
-            self._tasks.append(loop.create_task(flusher.run()))
+        # Also under SYNC_FLUSH: bytes nobody waits for (WAIT=false puts, replicated data)
+        # still reach the disk within the interval.
+        flusher = self._commitlog_flusher = IntervalFlush(
+            "CommitLog", self._commitlog_flush_job,
+            lambda: commitlog.max_offset - commitlog.log.flushed_offset, self._flush_pool,
+            config.flush_interval_commit_log, config.flush_commit_log_least_pages,
+            config.flush_commit_log_thorough_interval,
+        )
+        self._tasks.append(loop.create_task(flusher.run()))
         self._logics_flusher = IntervalFlush(
             "ConsumeQueue", self._logics_flush_job, self._logics_dirty, self._logics_pool,
             config.flush_interval_consume_queue, config.flush_consume_queue_least_pages,
@@ -453,6 +464,58 @@ class DefaultMessageStore:
             return None
         return SelectMappedBufferResult(_holds=[mf], start_offset=offset, buffer=mf.view[pos : mf.wrote_position])
 
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """Slave side of replication: append CommitLog bytes from the master at `start_offset`
+        (which must be `get_max_phy_offset()`), then dispatch every record now complete.
+
+        Returns False (nothing written) when the store is not a running slave or the offset
+        does not continue the log. A record cut at the end of `data` is dispatched once the
+        rest arrives.
+        """
+        if not self._running or self.config.broker_role is not BrokerRole.SLAVE:
+            return False
+        try:
+            self.commitlog.append_raw(start_offset, data)
+        except AppendFailure as exc:
+            log.warning("replicated data refused: %s", exc.remark)
+            return False
+        self._reput()
+        return True
+
+    def _reput(self) -> None:
+        """Dispatch the complete records between the dispatched offset and the CommitLog end."""
+        commitlog = self.commitlog
+        end = commitlog.max_offset
+        batch: list[Appended] = []
+        while self._reput_offset < end:
+            offset = self._reput_offset
+            mf = commitlog.log.find(offset)
+            if mf is None:
+                break
+            pos = offset - mf.file_from_offset
+            written = mf.view[: mf.wrote_position]
+            try:
+                size = check_record(written, pos)
+            except CorruptRecord:
+                if _is_incomplete(written, pos):
+                    break  # the rest of this record has not arrived yet
+                log.error("replicated CommitLog holds a bad record at %d; dispatch stops there", offset)
+                break
+            if size == 0:  # end-of-file blank: records continue in the next file
+                self._reput_offset = mf.file_from_offset + mf.file_size
+                continue
+            rec = read_dispatch_fields(mf.view, pos, size, offset, self._delay_levels_ms)
+            batch.append(rec)
+            if rec.queue_offset >= commitlog.topic_queue_table.get((rec.topic, rec.queue_id), 0):
+                tran = rec.sys_flag & TRANSACTION_TYPE_MASK
+                if tran not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+                    commitlog.topic_queue_table[(rec.topic, rec.queue_id)] = rec.queue_offset + 1
+            commitlog.last_store_timestamp = max(commitlog.last_store_timestamp, rec.store_timestamp)
+            mf.last_store_timestamp = commitlog.last_store_timestamp
+            self._reput_offset = offset + size
+        if batch:
+            self.dispatcher.dispatch(batch)
+
     def get_max_phy_offset(self) -> int:
         return self.commitlog.max_offset
 
@@ -484,3 +547,11 @@ class DefaultMessageStore:
             "diskFull": "true" if self.cleaner.disk_full else "false",
             "earliestMessageTimeStamp": str(self.commitlog.store_timestamp_at(self.commitlog.min_offset)),
         }
+
+
+def _is_incomplete(written: memoryview, pos: int) -> bool:
+    """True when the record at `pos` runs past the bytes written so far (more are coming)."""
+    if pos + 8 > len(written):
+        return True
+    size = int.from_bytes(written[pos : pos + 4], "big", signed=True)
+    return size > 0 and pos + size > len(written)
