@@ -247,24 +247,45 @@ class TransactionService:
     async def _check_round(self) -> int:
         config = self.live.value
         now = self.clock_ms()
-        start = max(self.progress.half_offset, self.store.get_min_offset_in_queue(HALF, 0))
+        offset = max(self.progress.half_offset, self.store.get_min_offset_in_queue(HALF, 0))
         end = self.store.get_max_offset_in_queue(HALF, 0)
-        passable_to = start
-        blocked = False
+        passable_to: int | None = None  # set at the first message the progress must stop at
         sent = 0
-        for qoff, half in self._read(HALF, start, end):
-            visit = await self._visit(half, qoff, now, config.transaction_time_out, config.transaction_check_max)
-            if visit is Visit.STOP:
+        while offset < end and passable_to is None:
+            pending, next_offset = self._unresolved(offset, end)
+            if next_offset == offset:
+                passable_to = offset  # nothing readable here now: try again next round
                 break
-            if visit is Visit.WAITING:
-                blocked = True
-            elif visit is Visit.ASKED:
-                sent += 1
-            if not blocked:
-                passable_to = qoff + 1
-        if self.progress.advance(passable_to, self.store.get_max_offset_in_queue(OP, 0)):
+            for qoff, half in pending:
+                visit = await self._visit(half, qoff, now, config.transaction_time_out, config.transaction_check_max)
+                if visit is Visit.ASKED:
+                    sent += 1
+                elif visit in (Visit.WAITING, Visit.STOP) and passable_to is None:
+                    passable_to = qoff
+                if visit is Visit.STOP:
+                    break
+            offset = next_offset
+        if self.progress.advance(offset if passable_to is None else passable_to,
+                                 self.store.get_max_offset_in_queue(OP, 0)):
             self._save_progress()
         return sent
+
+    def _unresolved(self, offset: int, end: int) -> tuple[list[tuple[int, MessageExt]], int]:
+        """One read of the half queue from `offset`: the unresolved messages (resolved ones are not
+        even decoded) and the offset to read from next."""
+        pending: list[tuple[int, MessageExt]] = []
+        with self.store.get_message(GROUP, HALF, 0, offset, _READ_BATCH) as result:
+            if result.status is not GetMessageStatus.FOUND:
+                # A removed range is skipped; anything else ends the round where it is.
+                return [], max(result.next_begin_offset, offset)
+            for buf, qoff in zip(result.buffers, result.queue_offsets):
+                if qoff >= end or self.progress.is_resolved(qoff):
+                    continue
+                try:
+                    pending.append((qoff, decode_record(buf, decompress=False)))
+                except (CorruptRecord, ValueError):
+                    log.warning("unreadable half message at queue offset %d skipped", qoff)
+            return pending, max(result.next_begin_offset, offset + 1)
 
     async def _visit(self, half: MessageExt, qoff: int, now: int, timeout_ms: int, check_max: int) -> Visit:
         if self.progress.is_resolved(qoff):
