@@ -19,6 +19,7 @@ from orbitmq.client.batch import split_batches
 from orbitmq.client.config import ConsumeFromWhere, MessageModel
 from orbitmq.client.lite_pull_consumer import LitePullConsumer
 from orbitmq.client.message import Message, MessageExt
+from orbitmq.client.message_selector import MessageSelector
 from orbitmq.client.producer import Producer
 from orbitmq.client.pull_consumer import PullConsumer
 from orbitmq.client.push_consumer import PushConsumer
@@ -42,7 +43,7 @@ from orbitmq.client.transaction_producer import (
 
 __all__ = [
     "Averagely", "AveragelyByCircle", "ByConfig", "ByMachineRoom", "ConsistentHash", "ConsumeFromWhere",
-    "ConsumeOrderlyResult", "ConsumeResult", "LitePullConsumer", "Message", "MessageExt", "MessageModel",
+    "ConsumeOrderlyResult", "ConsumeResult", "LitePullConsumer", "Message", "MessageExt", "MessageModel", "MessageSelector",
     "MessageQueue", "Producer", "PullConsumer", "PullResult", "PullStatus", "PushConsumer", "QueueAllocator",
     "SendResult", "SendStatus", "hash_selector", "machine_room_selector", "random_selector", "split_batches",
     "LocalTransactionState", "RequestReplyTimeout", "TransactionListener", "TransactionProducer",

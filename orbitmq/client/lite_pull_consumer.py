@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, Self
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lookups import Lookups
+from orbitmq.client.message_selector import MessageSelector, subscription_data
 from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteOffsetStore
 from orbitmq.client.process_queue import ProcessQueue, pull_delay_ms
 from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_where
@@ -67,12 +68,13 @@ class LitePullConsumer:
 
     # --- configuration -------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume `topic` as a member of the group (queues shared by rebalance)."""
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """Consume `topic` as a member of the group (queues shared by rebalance); `expression` is a
+        tag expression or a `MessageSelector`."""
         if self._assigned is not None:
             raise ClientError("subscribe and assign cannot be mixed")
         check_topic(topic)
-        self.subscriptions[topic] = SubscriptionData.build(topic, expression)
+        self.subscriptions[topic] = subscription_data(topic, expression)
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
         """Consume exactly these queues (no rebalance); may be called again to change them."""

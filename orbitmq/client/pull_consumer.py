@@ -20,6 +20,7 @@ from typing import Any, Self
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lookups import Lookups
+from orbitmq.client.message_selector import MessageSelector, subscription_data
 from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteOffsetStore
 from orbitmq.client.pulling import BrokerOffsets, PullHelper
 from orbitmq.client.queue import MessageQueue
@@ -41,7 +42,7 @@ class PullConsumer:
         self.group = group
         self._instance: ClientInstance | None = None
         self._topics: set[str] = set()
-        self._subs: dict[tuple[str, str], SubscriptionData] = {}
+        self._subs: dict[tuple[str, str | MessageSelector], SubscriptionData] = {}
 
     async def start(self) -> None:
         if self._instance is not None:
@@ -129,20 +130,23 @@ class PullConsumer:
         return sorted(await self.instance.subscribe_queues(topic))
 
     async def pull(
-        self, mq: MessageQueue, expression: str, offset: int, max_nums: int, *, timeout: float = 10.0
+        self, mq: MessageQueue, expression: str | MessageSelector, offset: int, max_nums: int, *,
+        timeout: float = 10.0,
     ) -> PullResult:
         """Pull at most `max_nums` messages from `offset` without waiting for new ones."""
         return await self._pull(mq, expression, offset, max_nums, 0, timeout)
 
     async def pull_block_if_not_found(
-        self, mq: MessageQueue, expression: str, offset: int, max_nums: int, *, suspend_ms: int = BLOCK_SUSPEND_MS
+        self, mq: MessageQueue, expression: str | MessageSelector, offset: int, max_nums: int, *,
+        suspend_ms: int = BLOCK_SUSPEND_MS,
     ) -> PullResult:
         """Pull; when nothing is there yet the broker holds the request until a message arrives or
         `suspend_ms` passes (long polling)."""
         return await self._pull(mq, expression, offset, max_nums, suspend_ms, suspend_ms / 1000 + 10.0)
 
     async def _pull(
-        self, mq: MessageQueue, expression: str, offset: int, max_nums: int, suspend_ms: int, timeout: float
+        self, mq: MessageQueue, expression: str | MessageSelector, offset: int, max_nums: int, suspend_ms: int,
+        timeout: float,
     ) -> PullResult:
         if offset < 0:
             raise ClientError(f"offset < 0: {offset}")
@@ -152,7 +156,7 @@ class PullConsumer:
         key = (mq.topic, expression)
         sd = self._subs.get(key)
         if sd is None:
-            sd = self._subs[key] = SubscriptionData.build(mq.topic, expression)
+            sd = self._subs[key] = subscription_data(mq.topic, expression)
         sys_flag = PULL_FLAG_SUBSCRIPTION | (PULL_FLAG_SUSPEND if suspend_ms else 0)
         return await self.pulling.pull(mq, sd, offset, max_nums, sys_flag, 0, suspend_ms, timeout,
                                        send_expression=True)

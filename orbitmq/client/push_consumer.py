@@ -31,6 +31,7 @@ from orbitmq.client.consume_orderly import OrderlyConsumeService
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.listener import Listener, ListenerRunner
 from orbitmq.client.lookups import Lookups
+from orbitmq.client.message_selector import MessageSelector, subscription_data
 from orbitmq.client.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -82,10 +83,11 @@ class PushConsumer:
 
     # --- configuration ---------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume `topic` messages whose tag matches `expression` ("*", "TagA", "TagA || TagB")."""
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """Consume `topic` messages whose tag matches `expression` ("*", "TagA", "TagA || TagB"),
+        or those a `MessageSelector.by_sql(...)` selects (SQL92 on properties, evaluated by the broker)."""
         check_topic(topic)
-        self.subscriptions[topic] = SubscriptionData.build(topic, expression)
+        self.subscriptions[topic] = subscription_data(topic, expression)
 
     def unsubscribe(self, topic: str) -> None:
         self.subscriptions.pop(topic, None)

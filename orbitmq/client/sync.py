@@ -29,6 +29,7 @@ from orbitmq.client import pull_consumer as _pull
 from orbitmq.client import push_consumer as _push
 from orbitmq.client import transaction_producer as _tx
 from orbitmq.client.listener import Listener
+from orbitmq.client.message_selector import MessageSelector
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult, SendResult
 from orbitmq.client.selector import QueueSelector
@@ -168,7 +169,7 @@ class PushConsumer:
     def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Any) -> None:
         self._c = _push.PushConsumer(group, **options)
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._c.subscribe(topic, expression)
 
     def register_listener(self, listener: Listener) -> None:
@@ -206,10 +207,12 @@ class PullConsumer:
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         return _call(self._c.fetch_subscribe_message_queues(topic))
 
-    def pull(self, mq: MessageQueue, expression: str, offset: int, max_nums: int) -> PullResult:
+    def pull(self, mq: MessageQueue, expression: str | MessageSelector, offset: int, max_nums: int) -> PullResult:
         return _call(self._c.pull(mq, expression, offset, max_nums))
 
-    def pull_block_if_not_found(self, mq: MessageQueue, expression: str, offset: int, max_nums: int) -> PullResult:
+    def pull_block_if_not_found(
+        self, mq: MessageQueue, expression: str | MessageSelector, offset: int, max_nums: int
+    ) -> PullResult:
         return _call(self._c.pull_block_if_not_found(mq, expression, offset, max_nums))
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
@@ -231,7 +234,7 @@ class LitePullConsumer:
     def __init__(self, group: str, **options: Any) -> None:
         self._c: _lite.LitePullConsumer = _on_loop(lambda: _lite.LitePullConsumer(group, **options))
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         self._c.subscribe(topic, expression)
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
