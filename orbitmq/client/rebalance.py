@@ -116,7 +116,13 @@ class Rebalance:
                     changed = True
                     log.info("group %s gives up %s", self.group, mq)
         for mq in sorted(mq_set):
-            if mq in self.process_queues:
+            held = self.process_queues.get(mq)
+            if held is not None and held.dropped:
+                # Given up earlier without finishing (a batch was still being consumed) and ours
+                # again now: start it afresh from the stored offset.
+                del self.process_queues[mq]
+                held = None
+            if held is not None:
                 continue
             fresh: ProcessQueue[Any] = ProcessQueue()
             needs_lock = self.orderly and self.model is MessageModel.CLUSTERING
