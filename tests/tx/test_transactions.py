@@ -207,3 +207,71 @@ def test_blocking_transaction_producer_commits_a_message_found_by_its_key(
     assert result.local_transaction_state is COMMIT
     assert [m.body for m in found] == [b"commit"]
     assert found[0].transaction_type == 0x8
+
+
+async def test_end_transaction_is_validated_and_a_repeated_commit_changes_nothing(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    from orbitmq.remoting.codes import RequestCode
+    from orbitmq.remoting.command import RemotingCommand
+
+    topic, pg, cg = names
+    listener = ScriptedListener()
+    collector = Collector()
+    async with TransactionProducer(pg, listener, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        result = await producer.send_message_in_transaction(Message(topic, b"unknown"))
+        addr = await producer.instance.find_master_addr(result.message_queue.broker_name, topic)
+        half_offset = parse_offset_msg_id(result.offset_msg_id).commit_log_offset
+
+        async def end(group: str, table_offset: int, commit_log_offset: int) -> tuple[int, str | None]:
+            fields = {"producerGroup": group, "tranStateTableOffset": str(table_offset),
+                      "commitLogOffset": str(commit_log_offset), "commitOrRollback": "8", "msgId": result.msg_id}
+            answer = await producer.instance.remoting.invoke(
+                addr, RemotingCommand.request(RequestCode.END_TRANSACTION, fields), 5)
+            return answer.code, answer.remark
+
+        assert await end("someone-else", result.queue_offset, half_offset) == (1, "The producer group wrong")
+        assert await end(pg, result.queue_offset + 7, half_offset) == (1, "The transaction state table offset wrong")
+        assert await end(pg, result.queue_offset, 10**12) == (1, "Find prepared transaction message failed")
+        assert await end(pg, result.queue_offset, half_offset) == (0, None)
+        assert await end(pg, result.queue_offset, half_offset) == (0, None)  # already committed: nothing happens
+        consumer = push_consumer(namesrv, cg, topic, collector)
+        await consumer.start()
+        try:
+            await wait_until(lambda: len(collector.msgs) >= 1)
+            await asyncio.sleep(1.5)
+        finally:
+            await consumer.shutdown()
+    assert [m.body for m in collector.msgs] == [b"unknown"]
+
+
+async def test_half_messages_survive_a_broker_crash_and_resolved_ones_stay_resolved(tmp_path: Path) -> None:
+    store = tmp_path / "crash"
+    server = start_dev(store)
+    topic, pg, cg = "TX_crash", "TXPG_crash", "TXCG_crash"
+    try:
+        first = ScriptedListener()
+        async with TransactionProducer(pg, first, namesrv_addr=server.addresses[0]) as producer:
+            await create_topic(producer, topic, queues=1)
+            await producer.send_message_in_transaction(Message(topic, b"commit"))
+            await producer.send_message_in_transaction(Message(topic, b"unknown-then-commit"))
+        server.kill()  # SIGKILL: no clean shutdown, no final offset flush
+        server = start_dev(store)
+        second = ScriptedListener()
+        collector = Collector()
+        namesrv = server.addresses[0]
+        async with TransactionProducer(pg, second, namesrv_addr=namesrv, instance_name="after-crash") as producer:
+            await create_topic(producer, topic, queues=1)
+            await producer.instance.send_heartbeat_to_all()
+            consumer = push_consumer(namesrv, cg, topic, collector)
+            await consumer.start()
+            try:
+                await wait_until(lambda: len(collector.msgs) >= 2, timeout=20)
+                await asyncio.sleep(1.5)
+            finally:
+                await consumer.shutdown()
+    finally:
+        server.stop()
+    assert sorted(m.body for m in collector.msgs) == [b"commit", b"unknown-then-commit"]
+    assert second.checked == Counter({"unknown-then-commit": 1})
