@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -76,6 +77,38 @@ def spark() -> Iterator[Any]:
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
+
+
+@dataclass
+class GroupProcess:
+    """A child in its own process group (a Spark driver and its JVM and workers), killed as one."""
+
+    popen: subprocess.Popen[str]
+    lines: list[str]
+
+    @classmethod
+    def start(cls, args: list[str]) -> GroupProcess:
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": root}
+        popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=root,
+                                 env=env, start_new_session=True)
+        child = cls(popen, [])
+
+        def pump() -> None:
+            assert popen.stdout is not None
+            for line in popen.stdout:
+                child.lines.append(line.strip())
+
+        threading.Thread(target=pump, daemon=True).start()
+        return child
+
+    def kill_group(self) -> None:
+        """SIGKILL the whole group (its id is the child's PID) and reap the child."""
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.popen.wait(30)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import Counter
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.spark.conftest import DevCluster, Sent
+from tests.spark.conftest import DevCluster, GroupProcess, Sent
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.spark
@@ -64,55 +65,87 @@ def test_tag_subexpression_keeps_only_matching_messages_with_signed_requests(spa
     assert sorted(bytes(r.body) for r in df.select("body").collect()) == sorted(b"b%d" % i for i in range(30))
 
 
-def test_streaming_read_writes_every_message_exactly_once_across_a_restart(
-    spark: Any, dev: DevCluster, produce: Any, tmp_path: Path
-) -> None:
-    topic = dev.new_topic(queues=3)
-    sent: list[Sent] = []
-    stop = threading.Event()
-    failures: list[BaseException] = []
+class _Feeder:
+    """Keeps sending numbered messages from a thread until stopped; remembers what was stored."""
 
-    def keep_producing() -> None:
+    def __init__(self, produce: Any, topic: str) -> None:
+        self.sent: list[Sent] = []
+        self.failures: list[Exception] = []
+        self._produce, self._topic = produce, topic
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
         n = 0
         try:
-            while not stop.is_set():
-                sent.extend(produce(topic, [b"m-%d" % (n + i) for i in range(30)], batch=10))
+            while not self._stop.is_set():
+                self.sent.extend(self._produce(self._topic, [b"m-%d" % (n + i) for i in range(30)], batch=10))
                 n += 30
                 time.sleep(0.1)
         except Exception as exc:  # noqa: BLE001 - handed to the test thread, which fails on it
-            failures.append(exc)
+            self.failures.append(exc)
 
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    def stop(self) -> list[Sent]:
+        self._stop.set()
+        self._thread.join(30)
+        assert not self.failures, self.failures
+        return self.sent
 
-    def start() -> Any:
-        return (spark.readStream.format("orbitmq").option("namesrvAddr", dev.namesrv).option("topic", topic)
-                .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "120").load()
-                .selectExpr("brokerName", "queueId", "queueOffset", "body")
-                .writeStream.format("parquet").option("path", str(out))
-                .option("checkpointLocation", str(checkpoint)))
 
-    producer = threading.Thread(target=keep_producing, daemon=True)
-    producer.start()
-    query = start().trigger(processingTime="200 milliseconds").start()
-    try:
-        deadline = time.monotonic() + 60
-        while (query.lastProgress is None or query.lastProgress["batchId"] < 3) and time.monotonic() < deadline:
-            assert query.exception() is None, query.exception()
-            time.sleep(0.2)
-        assert query.lastProgress is not None and query.lastProgress["batchId"] >= 3
-    finally:
-        query.stop()
-    time.sleep(0.5)  # keep writing while the query is down
-    stop.set()
-    producer.join(30)
-    assert not failures, failures
-    restarted = start().trigger(availableNow=True).start()
+def _resume_and_check(spark: Any, dev: DevCluster, topic: str, out: Path, checkpoint: Path, sent: list[Sent]) -> None:
+    """Restart the query from its checkpoint until caught up; the sink must hold every message once."""
+    restarted = (spark.readStream.format("orbitmq").option("namesrvAddr", dev.namesrv).option("topic", topic)
+                 .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "500").load()
+                 .selectExpr("brokerName", "queueId", "queueOffset", "body")
+                 .writeStream.format("parquet").option("path", str(out))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     restarted.awaitTermination(120)
     assert restarted.exception() is None
     rows = spark.read.parquet(str(out)).collect()
     counts = Counter((r.brokerName, r.queueId, r.queueOffset) for r in rows)
     assert [k for k, n in counts.items() if n > 1] == []  # no duplicates
     assert sorted((r.brokerName, r.queueId, r.queueOffset, bytes(r.body)) for r in rows) == sorted(sent)
+
+
+def test_streaming_read_writes_every_message_exactly_once_across_a_restart(
+    spark: Any, dev: DevCluster, produce: Any, tmp_path: Path
+) -> None:
+    topic = dev.new_topic(queues=3)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    feeder = _Feeder(produce, topic)
+    query = (spark.readStream.format("orbitmq").option("namesrvAddr", dev.namesrv).option("topic", topic)
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "120").load()
+             .selectExpr("brokerName", "queueId", "queueOffset", "body")
+             .writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(checkpoint))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        eventually(lambda: query.exception() is not None or (query.lastProgress or {}).get("batchId", -1) >= 3,
+                   timeout=60)
+        assert query.exception() is None, query.exception()
+    finally:
+        query.stop()
+    time.sleep(0.5)  # keep writing while the query is down
+    _resume_and_check(spark, dev, topic, out, checkpoint, feeder.stop())
+
+
+def test_streaming_read_is_exactly_once_after_the_driver_is_killed_mid_stream(
+    spark: Any, dev: DevCluster, produce: Any, tmp_path: Path
+) -> None:
+    topic = dev.new_topic(queues=2)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    feeder = _Feeder(produce, topic)
+    child = GroupProcess.start([sys.executable, str(Path(__file__).with_name("stream_child.py")), dev.namesrv,
+                                topic, str(out), str(checkpoint)])
+    try:
+        eventually(lambda: "batch 4" in child.lines or child.popen.poll() is not None,
+                   timeout=90, message="the child query made no progress")
+        assert child.popen.poll() is None, "".join(child.lines[-40:])
+    finally:
+        # SIGKILL the child's whole process group (driver JVM and Python workers): a crash mid-batch.
+        child.kill_group()
+    _resume_and_check(spark, dev, topic, out, checkpoint, feeder.stop())
 
 
 def _memory_rows(spark: Any, name: str) -> list[Any]:
