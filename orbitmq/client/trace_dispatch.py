@@ -194,6 +194,13 @@ class SendTracer:
             cost_ms=cost, success=result.status is SendStatus.SEND_OK,
         ))
 
+    def ended(self, msg: Message, msg_id: str, broker: str, state: str, from_check: bool) -> None:
+        """An EndTransaction record: what the producer told the broker about a transactional message."""
+        bean = TraceBean(msg_id=msg_id, topic=msg.topic, tags=msg.tags, keys=msg.properties.get(mc.KEYS),
+                         store_host=broker, msg_type=MessageType.TRANS_COMMIT, transaction_id=msg_id,
+                         transaction_state=state, from_transaction_check=from_check)
+        self.dispatcher.append(TraceContext(TraceType.END_TRANSACTION, int(time.time() * 1000), self.group, [bean]))
+
     async def close(self) -> None:
         await self.dispatcher.close()
 

@@ -149,6 +149,9 @@ class TransactionProducer(Producer):
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         await self._end(result, state, error)
+        if self._tracer is not None:
+            broker = self.instance.master_addr(result.message_queue.broker_name) or result.message_queue.broker_name
+            self._tracer.ended(msg, result.msg_id, broker, state.value, False)
         fields = {f: getattr(result, f) for f in SendResult.__dataclass_fields__}
         return TransactionSendResult(**fields, local_transaction_state=state, transaction_id=msg.unique_key or "")
 
@@ -211,6 +214,8 @@ class TransactionProducer(Producer):
             cmd.remark = f"checkLocalTransactionState exception: {error}"
         try:
             await peer.invoke_oneway(cmd)
+            if self._tracer is not None:
+                self._tracer.ended(msg, uniq, peer.addr, state.value, True)
         except OrbitMQError as exc:
             log.warning("answer to the check of %s not sent: %s", uniq, exc)
 

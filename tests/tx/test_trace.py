@@ -117,3 +117,30 @@ async def test_query_of_a_message_without_trace_fails_with_exit_code_one(namesrv
     code, _, err = await _admin(namesrv, "queryMsgTraceById", "-i", "0" * 32)
     assert code == 1
     assert "no trace of message" in err
+
+
+async def test_trace_of_a_transactional_message_shows_its_half_send_and_how_it_ended(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    from orbitmq.client import LocalTransactionState, TransactionProducer
+
+    class Commits:
+        def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+            return LocalTransactionState.COMMIT_MESSAGE
+
+        def check_local_transaction(self, msg: object) -> LocalTransactionState:
+            return LocalTransactionState.COMMIT_MESSAGE
+
+    topic, pg, _ = names
+    async with TransactionProducer(pg, Commits(), namesrv_addr=namesrv, enable_msg_trace=True) as producer:
+        await create_topic(producer, topic, queues=1)
+        result = await producer.send_message_in_transaction(Message(topic, b"tx"))
+    lines: list[str] = []
+    for _ in range(40):
+        code, out, _ = await _admin(namesrv, "queryMsgTraceById", "-i", result.msg_id)
+        lines = out.splitlines()
+        if code == 0 and len(lines) == 3:
+            break
+        await asyncio.sleep(0.25)
+    assert [line.split()[0] for line in lines[1:]] == ["Pub", "EndTransaction"]
+    assert "COMMIT_MESSAGE" in lines[2] and "fromCheck=false" in lines[2]
