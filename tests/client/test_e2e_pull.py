@@ -139,3 +139,33 @@ def _routed(producer: blocking.Producer, topic: str) -> bool:
         return bool(producer.fetch_publish_message_queues(topic))
     except OrbitMQError:
         return False
+
+
+async def test_lite_pull_auto_commit_stores_polled_offsets(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, pg, cg = names
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        for i in range(4):
+            await producer.send(Message(topic, f"c{i}".encode()))
+    consumer = LitePullConsumer(cg, namesrv_addr=namesrv, auto_commit_interval_ms=100,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    await consumer.start()
+    try:
+        got = 0
+        while got < 4:
+            batch = await consumer.poll(timeout=10)
+            assert batch
+            got += len(batch)
+        [mq] = list(consumer.assignment())
+        await asyncio.sleep(0.15)
+        await consumer.poll(timeout=0.2)  # the commit rides on the next poll once the interval passed
+        committed = -1
+        for _ in range(50):  # the automatic commit is oneway; give the broker a moment to apply it
+            committed = await consumer.committed(mq)
+            if committed == 4:
+                break
+            await asyncio.sleep(0.05)
+        assert committed == 4
+    finally:
+        await consumer.shutdown()
