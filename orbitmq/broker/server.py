@@ -292,7 +292,7 @@ class Broker:
         self.timers = TimerService(
             store, config.store.config_dir, lambda: self.broker_addr,
             max_delay_ms=config.timer_max_delay_sec * 1000, flush_interval_ms=config.timer_flush_interval_ms,
-            clock_ms=self.clock_ms,
+            roll_after_ms=config.store.file_reserved_time * 3_600_000 // 2, clock_ms=self.clock_ms,
         )
         store.add_dispatch_listener(self.schedule.notify)
         store.add_dispatch_listener(self.timers.notify)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,10 +11,14 @@ import pytest
 
 from orbitmq.broker.server import Broker
 from orbitmq.broker.timer.props import TIMER_TOPIC
+from orbitmq.broker.timer.service import TimerService
+from orbitmq.common.message import MessageExtBrokerInner
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
+from orbitmq.store.store import DefaultMessageStore
 from tests.broker.helpers import props, send_v2
 from tests.broker_features.inproc import addr_of, create_topic, drain, make_config
+from tests.store.helpers import small_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -104,3 +109,31 @@ async def test_pending_timers_are_delivered_after_a_clean_restart(tmp_path: Path
     async with Broker(config) as broker:
         got = await drain(client, addr_of(broker), "Later", "G", 3, timeout=5)
         assert [m.body for _, m in got] == [b"soon", b"after-restart"]
+
+
+async def test_a_timer_waiting_longer_than_the_roll_age_is_stored_again_and_delivered_once(tmp_path: Path) -> None:
+    store = DefaultMessageStore(small_config(tmp_path / "store", mapped_file_size_commit_log=1 << 20))
+    await store.start()
+    timers = TimerService(store, str(tmp_path / "config"), lambda: "127.0.0.1:10911", max_delay_ms=60_000,
+                          roll_after_ms=300, roll_check_interval_ms=100)
+    store.add_dispatch_listener(timers.notify)
+    await timers.start()
+    try:
+        now = int(time.time() * 1000)
+        msg = MessageExtBrokerInner(topic="Real", body=b"patient", properties={"TIMER_DELIVER_MS": str(now + 1500)},
+                                    store_host="127.0.0.1:10911", born_host="127.0.0.1:5000")
+        assert timers.rewrite(msg)
+        msg.refresh_properties_string()
+        assert (await store.put_message(msg)).is_ok
+        deadline = time.monotonic() + 5
+        while store.get_max_offset_in_queue("Real", 0) == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        assert store.get_max_offset_in_queue(TIMER_TOPIC, 0) >= 2
+        assert store.get_max_offset_in_queue("Real", 0) == 1
+        delivered = store.look_message_by_offset(store.get_commit_log_offset_in_queue("Real", 0, 0))
+        assert delivered is not None and delivered.body == b"patient"
+        assert delivered.store_timestamp >= now + 1500
+    finally:
+        await timers.close()
+        await store.close()

@@ -55,6 +55,8 @@ class TimerEntry:
     queue_offset: int
     commit_log_offset: int
     size: int
+    #: When the timer record was stored; long waits are rolled over before retention removes it.
+    stored_ms: int = 0
 
 
 class TimerIndex:
@@ -88,6 +90,14 @@ class TimerIndex:
 
     def next_due_ms(self) -> int | None:
         return self._heap[0].deliver_ms if self._heap else None
+
+    def pop_stored_before(self, stored_ms: int) -> list[TimerEntry]:
+        """Take out every pending entry stored before `stored_ms` (to be stored again)."""
+        old = [e for e in self._heap if e.stored_ms < stored_ms]
+        if old:
+            self._heap = [e for e in self._heap if e.stored_ms >= stored_ms]
+            heapq.heapify(self._heap)
+        return old
 
     def pop_due(self, now_ms: int, limit: int) -> list[TimerEntry]:
         """Up to `limit` entries due at or before `now_ms`, earliest first. Deliver, then `done`."""

@@ -19,8 +19,6 @@ from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExtBrokerInner
 from orbitmq.remoting.codes import ResponseCode
 
-_WATCHED = (mc.DELAY_TIME_LEVEL, *tp.REQUEST_NAMES)
-
 
 class DelayRouting:
     def __init__(self, schedule: ScheduleService, timers: TimerService) -> None:
@@ -30,7 +28,13 @@ class DelayRouting:
     def __call__(self, msg: MessageExtBrokerInner) -> None:
         """Rewrite `msg` in place (topic, queue, properties, tag slot) when it must wait."""
         properties = msg.properties
-        if not any(name in properties for name in _WATCHED):
+        # The common case (no delay asked) costs four dict lookups on the send path.
+        if (
+            mc.DELAY_TIME_LEVEL not in properties
+            and tp.TIMER_DELIVER_MS not in properties
+            and tp.TIMER_DELAY_SEC not in properties
+            and tp.TIMER_DELAY_MS not in properties
+        ):
             return
         try:
             if self.timers.rewrite(msg):

@@ -63,6 +63,8 @@ class TimerService:
         store_host: Callable[[], str],
         *,
         max_delay_ms: int,
+        roll_after_ms: int = 36 * 3_600_000,
+        roll_check_interval_ms: int = 60_000,
         flush_interval_ms: int = 100,
         clock_ms: Callable[[], int] = _wall_clock_ms,
     ) -> None:
@@ -70,6 +72,11 @@ class TimerService:
         self.path = os.path.join(config_dir, CHECKPOINT_FILE)
         self.store_host = store_host
         self.max_delay_ms = max_delay_ms
+        #: A timer waiting longer than this is stored again, so that CommitLog retention
+        #: (fileReservedTime) never deletes the record of a pending timer.
+        self.roll_after_ms = roll_after_ms
+        self.roll_check_interval_ms = roll_check_interval_ms
+        self._next_roll_ms = 0
         self.flush_interval_ms = flush_interval_ms
         self.clock_ms = clock_ms
         self.index = TimerIndex(TimerCheckpoint())
@@ -161,6 +168,10 @@ class TimerService:
             # Deliver only once every stored timer is indexed, so none due earlier is passed over.
             return 0
         now = self.clock_ms()
+        if now >= self._next_roll_ms:
+            self._next_roll_ms = now + self.roll_check_interval_ms
+            if await self._roll(now - self.roll_after_ms):
+                return 0
         due = self.index.pop_due(now, _DELIVER_BATCH)
         if due:
             delivered = await self._deliver(due)
@@ -175,7 +186,8 @@ class TimerService:
         next_ms = self.index.next_due_ms()
         if next_ms is None:
             return None
-        return max(next_ms - self.clock_ms(), 0)
+        # Wake for the earliest timer, or for the next roll-over check if that comes first.
+        return max(min(next_ms, self._next_roll_ms) - self.clock_ms(), 0)
 
     def _load_new(self) -> bool:
         """Index the queue's next entries; True when more are waiting to be read."""
@@ -203,10 +215,45 @@ class TimerService:
                     log.error("timer queue entry %d has no %s; skipped", queue_offset, tp.TIMER_OUT_MS)
                     index.skip(queue_offset)
                     continue
-                index.load(TimerEntry(deliver, queue_offset, stored.commit_log_offset, stored.store_size))
+                index.load(
+                    TimerEntry(deliver, queue_offset, stored.commit_log_offset, stored.store_size, stored.store_timestamp)
+                )
             index.scan_offset = max(index.scan_offset, result.next_begin_offset)
         # A read stops at the store's transfer limits, well before _LOAD_BATCH: more may be there.
         return index.scan_offset < self.store.get_max_offset_in_queue(tp.TIMER_TOPIC, 0)
+
+    async def _roll(self, stored_before_ms: int) -> bool:
+        """Store again every pending timer stored before the given time. True when any was."""
+        old = self.index.pop_stored_before(stored_before_ms)
+        if not old:
+            return False
+        host = self.store_host()
+        rolled: list[TimerEntry] = []
+        for entry in old:
+            found = self.store.select_one_message_by_offset(entry.commit_log_offset)
+            if found is None:
+                log.error("timer message at CommitLog offset %d is gone; not delivered", entry.commit_log_offset)
+                rolled.append(entry)
+                continue
+            with found:
+                stored = decode_record(found.buffer, decompress=False)
+            again = MessageExtBrokerInner(
+                topic=tp.TIMER_TOPIC, body=stored.body, flag=stored.flag, properties=dict(stored.properties),
+                queue_id=0, sys_flag=stored.sys_flag, born_timestamp=stored.born_timestamp,
+                born_host=stored.born_host, store_host=host, reconsume_times=stored.reconsume_times,
+                tags_code=entry.deliver_ms,
+            )
+            again.refresh_properties_string()
+            result = await self.store.put_message(again)
+            if not result.is_ok:
+                log.warning("timer at offset %d not rolled over: %s", entry.queue_offset, result.status.value)
+                break
+            rolled.append(entry)
+        # The new copies are indexed by the next load; the old entries are done with.
+        self.index.done(rolled)
+        self.index.put_back(old[len(rolled):])
+        log.info("timer: %d long-waiting timers stored again", len(rolled))
+        return True
 
     async def _deliver(self, due: list[TimerEntry]) -> int:
         """Write due timers to their real topics in order. Returns how many are done with."""
