@@ -27,7 +27,10 @@ def start_broker(tmp_path: Path) -> ServerProcess:
 
 
 def saved_offsets(tmp_path: Path) -> dict[int, int]:
-    text = (tmp_path / "store" / "config" / DELAY_OFFSET_FILE).read_text()
+    path = tmp_path / "store" / "config" / DELAY_OFFSET_FILE
+    if not path.exists():
+        return {}
+    text = path.read_text()
     return jsonbody.int_keys(jsonbody.loads(text)["offsetTable"])  # type: ignore[index, arg-type]
 
 
