@@ -44,6 +44,9 @@ class HalfProgress:
         self._busy.add(half_offset)
         return True
 
+    def is_busy(self, half_offset: int) -> bool:
+        return half_offset in self._busy
+
     def release(self, half_offset: int) -> None:
         self._busy.discard(half_offset)
 

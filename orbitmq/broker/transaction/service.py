@@ -55,6 +55,9 @@ HALF = names.TRANS_HALF_TOPIC
 OP = names.TRANS_OP_HALF_TOPIC
 GROUP = names.TRANS_CHECK_GROUP
 _READ_BATCH = 32
+#: How long END_TRANSACTION waits for a check that holds the same message (100 x 10 ms).
+_BUSY_WAITS = 100
+_BUSY_WAIT_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,11 @@ class TransactionService:
             return Outcome(ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
         if half.commit_log_offset != commit_log_offset:
             return Outcome(ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
+        for _ in range(_BUSY_WAITS):
+            # A check may be renewing this very message: wait, then follow it to the new copy.
+            if not self.progress.is_busy(table_offset):
+                break
+            await asyncio.sleep(_BUSY_WAIT_S)
         if self.progress.is_resolved(table_offset):
             newer = self._newest.get(self._origin(half, table_offset))
             if newer is None or self.progress.is_resolved(newer[0]):
