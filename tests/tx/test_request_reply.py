@@ -17,8 +17,9 @@ from orbitmq.client import (
     RequestReplyTimeout,
     create_reply_message,
 )
-from orbitmq.errors import ClientError
+from orbitmq.errors import BrokerError, ClientError, OrbitMQError
 from tests.client.helpers import create_topic
+from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -112,3 +113,48 @@ async def test_reply_to_a_message_that_is_not_a_request_is_refused() -> None:
         create_reply_message(plain, b"y")
     with pytest.raises(ClientError, match="CLUSTER"):
         create_reply_message(MessageExt(topic="T"), b"y")
+
+
+async def test_reply_for_a_requester_that_is_gone_is_refused_with_a_remark(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    from orbitmq.client import MessageExt as Ext
+
+    _, pg, _ = names
+    request = Ext(topic="T", properties={"CLUSTER": "DefaultCluster", "REPLY_TO_CLIENT": "10.9.9.9@gone",
+                                         "CORRELATION_ID": "c-1", "TTL": "3000"})
+    async with Producer(pg, namesrv_addr=namesrv, retry_times_when_send_failed=0) as responder:
+        with pytest.raises(BrokerError, match="channel of <10.9.9.9@gone> not found"):
+            await responder.send(create_reply_message(request, b"too late"))
+
+
+def test_blocking_producer_request_waits_for_the_reply(namesrv: str, names: tuple[str, str, str]) -> None:
+    from orbitmq.client import sync
+    from orbitmq.client.sync import background_loop
+
+    topic, pg, cg = names
+    responder = Responder.__new__(Responder)
+
+    async def start_responder() -> None:
+        Responder.__init__(responder, namesrv, cg, topic)
+        await responder.__aenter__()
+
+    async def stop_responder() -> None:
+        await responder.__aexit__()
+
+    with sync.Producer(pg, namesrv_addr=namesrv, instance_name="sync-requester") as requester:
+        requester.create_topic("TBW102", topic, 1)
+
+        def routed() -> bool:
+            try:  # the broker registers the new topic with the NameServer a moment later
+                return bool(requester.fetch_publish_message_queues(topic))
+            except OrbitMQError:
+                return False
+
+        eventually(routed, timeout=20)
+        asyncio.run_coroutine_threadsafe(start_responder(), background_loop()).result(30)
+        try:
+            reply = requester.request(Message(topic, b"blocking"), timeout=15)
+        finally:
+            asyncio.run_coroutine_threadsafe(stop_responder(), background_loop()).result(30)
+    assert reply.body == b"reply:blocking"
