@@ -31,9 +31,8 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from orbitmq.client.batch import ITEM_HEAD, ITEM_OVERHEAD, PROPS_LEN
-from orbitmq.client.queue import MessageQueue
-from orbitmq.client.selector import hash_selector
 from orbitmq.common import properties as mc
+from orbitmq.common.hashing import java_string_hash
 from orbitmq.common.msgid import UniqueIdGenerator
 from orbitmq.errors import BrokerError, ConfigError, MessageValidationError, OrbitMQError, RemotingError
 from orbitmq.spark.cluster import Cluster
@@ -126,7 +125,6 @@ class _Router:
         self._batch_size = batch_size
         self._start = start
         self._queues: dict[str, tuple[QueueRef, ...]] = {}
-        self._mqs: dict[str, list[MessageQueue]] = {}
         self._rr: dict[str, int] = {}
 
     def queues(self, topic: str) -> tuple[QueueRef, ...]:
@@ -136,14 +134,14 @@ class _Router:
             if not qs:
                 raise MessageValidationError(f"topic {topic} has no writable queue")
             self._queues[topic] = qs
-            self._mqs[topic] = [MessageQueue(q.topic, q.broker_name, q.queue_id) for q in qs]
         return qs
 
     def pick(self, topic: str, sharding_key: str | None) -> tuple[str, int]:
         qs = self.queues(topic)
         if sharding_key is not None:
-            mqs = self._mqs[topic]
-            return topic, mqs.index(hash_selector(mqs, None, sharding_key))
+            # Java's SelectMessageQueueByHash over the same sorted queue list, as
+            # client.selector.hash_selector computes it.
+            return topic, abs(java_string_hash(sharding_key)) % len(qs)
         n = self._rr.get(topic, 0)
         self._rr[topic] = n + 1
         return topic, (self._start + n // self._batch_size) % len(qs)

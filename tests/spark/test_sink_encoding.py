@@ -36,3 +36,22 @@ def test_batcher_sends_each_queue_in_order_by_count_and_by_size() -> None:
     batcher.add(("t", 0), b"5")
     batcher.flush()
     assert sent[-1] == (("t", 0), [b"5"]) and batcher.sent == 7
+
+
+def test_sharding_keys_pick_the_queue_the_java_hash_selector_picks() -> None:
+    from orbitmq.client.queue import MessageQueue
+    from orbitmq.client.selector import hash_selector
+    from orbitmq.spark.offsets import QueueRef
+    from orbitmq.spark.sink import _Router
+
+    queues = tuple(QueueRef("t", b, i) for b in ("broker-a", "broker-b") for i in range(3))
+
+    class Routes:
+        def route(self, topic: str) -> object:
+            return type("Route", (), {"write_queues": queues})()
+
+    router = _Router(Routes(), batch_size=4, start=0)  # type: ignore[arg-type]
+    mqs = [MessageQueue(q.topic, q.broker_name, q.queue_id) for q in queues]
+    for key in ["order-1", "order-2", "", "ünïcode", "Aa", "BB", "x" * 40]:
+        _, index = router.pick("t", key)
+        assert mqs[index] == hash_selector(mqs, None, key)
