@@ -159,7 +159,7 @@ class TransactionProducer(Producer):
         self._tp = _tx.TransactionProducer(group, listener, **options)
         self._p = self._tp
 
-    def send_message_in_transaction(self, msg: Message, arg: Any = None) -> _tx.TransactionSendResult:
+    def send_message_in_transaction(self, msg: _tx.Message, arg: Any = None) -> _tx.TransactionSendResult:
         return _call(self._tp.send_message_in_transaction(msg, arg))
 
 

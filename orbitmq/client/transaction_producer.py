@@ -43,10 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from orbitmq.client.message import Message
 from orbitmq.client.producer import Producer
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.common import properties as mc
-from orbitmq.common.message import Message, MessageExt
+from orbitmq.common.message import Message as _AnyMessage
+from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import ClientError, MessageValidationError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode
@@ -128,7 +130,7 @@ class TransactionProducer(Producer):
         """
         if self.listener is None:
             raise ClientError("TransactionListener is null: pass a listener to TransactionProducer")
-        if not isinstance(msg, Message):
+        if not isinstance(msg, _AnyMessage):
             raise MessageValidationError("a transactional message is one Message, not a batch")
         if msg.delay_time_level:
             raise MessageValidationError("a transactional message cannot be delayed (delay_time_level is set)")
