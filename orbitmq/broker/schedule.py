@@ -202,6 +202,9 @@ class ScheduleService:
         self.flush_interval_ms = flush_interval_ms
         self.clock_ms = clock_ms
         self._wakeups = [asyncio.Event() for _ in self.levels_ms]
+        #: Per level: its task found the queue drained and waits for a new message. A level
+        #: waiting for its head to be due ignores arrivals (they are due even later).
+        self._idle = [False for _ in self.levels_ms]
         self._tasks: list[asyncio.Task[None]] = []
         self._written: bytes = b""
         self._started = False
@@ -218,7 +221,7 @@ class ScheduleService:
 
     def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
         """Store dispatch listener: wake the level whose queue just got a message."""
-        if topic == names.SCHEDULE_TOPIC and 0 <= queue_id < len(self._wakeups):
+        if topic == names.SCHEDULE_TOPIC and 0 <= queue_id < len(self._wakeups) and self._idle[queue_id]:
             self._wakeups[queue_id].set()
 
     async def start(self) -> None:
@@ -267,7 +270,11 @@ class ScheduleService:
                 log.exception("delay level %d: delivery failed; trying again", level)
                 wait_ms = int(_RETRY_AFTER_FAILURE_S * 1000)
             if wait_ms is None:
-                await wakeup.wait()
+                self._idle[level - 1] = True
+                # A message dispatched between the read and now was missed by `notify`: look again.
+                if self.store.get_max_offset_in_queue(names.SCHEDULE_TOPIC, level - 1) <= self.table.offsets[level]:
+                    await wakeup.wait()
+                self._idle[level - 1] = False
             elif wait_ms > 0:
                 try:
                     await asyncio.wait_for(wakeup.wait(), wait_ms / 1000)

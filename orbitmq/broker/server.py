@@ -59,7 +59,7 @@ from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
 from orbitmq.store.api import MessageStore
-from orbitmq.store.config import StoreConfig
+from orbitmq.store.config import BrokerRole, StoreConfig
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -223,8 +223,9 @@ class Broker:
             self.live.value = dataclasses.replace(self.live.value, listen_port=port)
         self.address = (host, port)
         assert self.schedule is not None and self.timers is not None
-        await self.schedule.start()
-        await self.timers.start()
+        if config.store.broker_role is not BrokerRole.SLAVE:  # a slave stores nothing itself
+            await self.schedule.start()
+            await self.timers.start()
 
         self._client = RemotingClient()
         self.registrar = Registrar(
