@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator
 import click
 
 from orbitmq.broker.config import BrokerConfig
-from orbitmq.broker.properties import format_properties, parse_properties
 from orbitmq.broker.server import Broker
+from orbitmq.common.javaprops import format_properties, parse_properties
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
 

@@ -16,8 +16,9 @@ import sys
 
 import click
 
+from orbitmq.common.javaprops import parse_properties
 from orbitmq.errors import ConfigError
-from orbitmq.namesrv.config import NamesrvConfig, format_properties, parse_properties
+from orbitmq.namesrv.config import NamesrvConfig, format_properties
 from orbitmq.namesrv.server import NameServer
 from orbitmq.remoting.loop import run
 

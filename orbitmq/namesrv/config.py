@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 
+from orbitmq.common.javaprops import format_properties as format_java_properties
 from orbitmq.errors import ConfigError
 
 
@@ -153,86 +154,6 @@ INERT_KEYS = frozenset(
 )
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java properties text: `key=value`, `key:value` or `key value` lines.
-
-    Handles `#`/`!` comments, backslash line continuations and the escapes
-    `\\t \\n \\r \\f \\\\ \\uXXXX`. A later key replaces an earlier one, as in Java.
-    """
-    props: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        # A line ending in an odd number of backslashes continues on the next.
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        key, value = _split_entry(line)
-        props[_unescape(key)] = _unescape(value)
-    return props
-
-
-def _continues(line: str) -> bool:
-    trailing = len(line) - len(line.rstrip("\\"))
-    return trailing % 2 == 1
-
-
-def _split_entry(line: str) -> tuple[str, str]:
-    j = 0
-    while j < len(line):
-        ch = line[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if ch in "=: \t\f":
-            break
-        j += 1
-    key = line[:j]
-    if line[j : j + 1] in ("=", ":"):
-        return key, line[j + 1 :].lstrip(" \t\f")
-    rest = line[j:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    j = 0
-    while j < len(text):
-        ch = text[j]
-        if ch != "\\" or j + 1 >= len(text):
-            out.append(ch)
-            j += 1
-            continue
-        nxt = text[j + 1]
-        if nxt == "u" and j + 6 <= len(text):
-            try:
-                out.append(chr(int(text[j + 2 : j + 6], 16)))
-                j += 6
-                continue
-            except ValueError:
-                raise ConfigError(f"malformed \\u escape in properties: {text[j:j + 6]!r}") from None
-        out.append(_ESCAPES.get(nxt, nxt))
-        j += 2
-    return "".join(out)
-
-
 def format_properties(props: Mapping[str, str]) -> str:
     """Properties text with one `key=value` line per entry, as GET_NAMESRV_CONFIG returns it."""
-    return "".join(f"{k}={_escape(v)}\n" for k, v in props.items())
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return format_java_properties(props, sort=False)

@@ -17,9 +17,10 @@ import logging
 import zlib
 from collections.abc import Awaitable, Callable
 
+from orbitmq.common.javaprops import parse_properties
 from orbitmq.errors import ConfigError, HeaderError
 from orbitmq.namesrv import bodies
-from orbitmq.namesrv.config import NamesrvConfig, format_properties, parse_properties
+from orbitmq.namesrv.config import NamesrvConfig, format_properties
 from orbitmq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from orbitmq.namesrv.routes import BrokerRegistration, DataVersion, RouteTable, TopicConfig, TopicRouteData
 from orbitmq.remoting.codes import RequestCode, ResponseCode

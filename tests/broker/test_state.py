@@ -10,8 +10,8 @@ from orbitmq.broker.locks import QueueKey, QueueLocks
 from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.producers import ProducerRegistry
-from orbitmq.broker.properties import format_properties, parse_properties
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
+from orbitmq.common.javaprops import format_properties, parse_properties
 
 
 @dataclass

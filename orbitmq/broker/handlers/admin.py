@@ -18,10 +18,10 @@ from orbitmq.broker.handlers.fields import (
     text,
 )
 from orbitmq.broker.offsets import ConsumerOffsetTable
-from orbitmq.broker.properties import format_properties, parse_properties
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.topics import MULTI_TAG, SINGLE_TAG, TopicConfig, TopicTable
 from orbitmq.common import jsonbody, names
+from orbitmq.common.javaprops import format_properties, parse_properties
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import PROTOCOL_VERSION, RemotingCommand

@@ -1,14 +1,19 @@
-"""Java `.properties` text, as RocketMQ's broker.conf and UPDATE_BROKER_CONFIG bodies use it.
+"""Java `.properties` text: broker.conf, namesrv.properties and the config request bodies.
 
 Sans-IO: text in, an ordered dict out, and back. The reader follows
 `java.util.Properties.load` closely enough for config files people write:
 `#` and `!` comments, `key=value`, `key: value` and `key value` separators,
 backslash line continuations and the common escapes (`\\t`, `\\n`, `\\uXXXX`).
+One deliberate difference: trailing white space of a value is dropped (Java
+keeps it), so a stray space after `brokerName=broker-a` does not become part
+of the name. A malformed `\\u` escape raises ConfigError.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from orbitmq.errors import ConfigError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -42,10 +47,10 @@ def _unescape(text: str) -> str:
             if nxt == "u" and i + 6 <= len(text):
                 try:
                     out.append(chr(int(text[i + 2 : i + 6], 16)))
-                    i += 6
-                    continue
                 except ValueError:
-                    pass
+                    raise ConfigError(f"malformed \\u escape in properties: {text[i:i + 6]!r}") from None
+                i += 6
+                continue
             out.append(_ESCAPES.get(nxt, nxt))
             i += 2
             continue
@@ -81,15 +86,15 @@ def parse_properties(text: str) -> dict[str, str]:
     return result
 
 
-def format_properties(props: Mapping[str, object]) -> str:
-    """Write `key=value` lines sorted by key (how the admin tools print broker config)."""
+def format_properties(props: Mapping[str, object], *, sort: bool = True) -> str:
+    """Write `key=value` lines, sorted by key unless `sort=False` keeps the mapping's order."""
     lines = []
-    for key in sorted(props):
+    for key in sorted(props) if sort else props:
         value = props[key]
         if isinstance(value, bool):
             text = "true" if value else "false"
         else:
             text = str(value)
-        text = text.replace("\\", "\\\\").replace("\n", "\\n")
+        text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
         lines.append(f"{key}={text}")
     return "\n".join(lines) + ("\n" if lines else "")
