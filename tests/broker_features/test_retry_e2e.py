@@ -11,7 +11,15 @@ from collections import Counter
 
 import pytest
 
-from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PullConsumer, PushConsumer
+from orbitmq.client import (
+    ConsumeOrderlyResult,
+    ConsumeResult,
+    Message,
+    MessageExt,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+)
 from tests.client.helpers import create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -65,3 +73,42 @@ async def test_a_failing_message_returns_with_its_reconsume_times_then_lands_in_
         finally:
             await dlq.shutdown()
         assert [(m.body, m.reconsume_times) for m in result.messages] == [(b"poison", 3)]
+
+
+async def test_an_orderly_consumer_retries_locally_then_dead_letters_and_moves_on(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    seen: list[tuple[bytes, int]] = []
+
+    def listener(msgs: list[MessageExt]) -> ConsumeOrderlyResult:
+        seen.extend((m.body, m.reconsume_times) for m in msgs)
+        if msgs[0].body == b"stuck":
+            return ConsumeOrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyResult.SUCCESS
+
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        consumer = PushConsumer(cg, namesrv_addr=namesrv, instance_name="orderly-dlq", max_reconsume_times=2,
+                                suspend_current_queue_time_ms=200, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        consumer.register_orderly_listener(listener)
+        await consumer.start()
+        try:
+            await producer.send(Message(topic, b"stuck"))
+            await producer.send(Message(topic, b"next"))
+            await wait_until(lambda: (b"next", 0) in seen, timeout=20)
+        finally:
+            await consumer.shutdown()
+
+        # Consumed locally 1 + 2 times, in order, before the next message of the queue.
+        assert seen == [(b"stuck", 0), (b"stuck", 1), (b"stuck", 2), (b"next", 0)]
+        dlq = PullConsumer(cg + "_DLQ", namesrv_addr=namesrv, instance_name="orderly-dlq-reader")
+        await dlq.start()
+        try:
+            queues = await dlq.fetch_subscribe_message_queues(f"%DLQ%{cg}")
+            result = await dlq.pull(next(iter(queues)), "*", 0, 32)
+        finally:
+            await dlq.shutdown()
+        assert [m.body for m in result.messages] == [b"stuck"]
+        assert result.messages[0].properties["RETRY_TOPIC"] == topic
