@@ -22,9 +22,7 @@ from enum import Enum
 from types import TracebackType
 from typing import Self
 
-from orbitmq.client.batch import encode_batch
 from orbitmq.common import jsonbody
-from orbitmq.common.message import Message
 from orbitmq.errors import BrokerError, ClientError, ConnectError, NoRouteError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import Body, RemotingCommand
@@ -215,11 +213,6 @@ class Cluster:
             return list(await asyncio.gather(*(self._client.invoke(addr, c, timeout) for c in cmds)))
 
         return [_pull_result(resp, offset) for resp, offset in zip(self._runner.run(all_of()), offsets, strict=True)]
-
-    def send_batch(self, q: QueueRef, messages: Sequence[Message], producer_group: str,
-                   timeout: float | None = None) -> int:
-        """Send messages of one topic to one queue as one SEND_BATCH_MESSAGE; the first queue offset."""
-        return self.send_encoded(q, encode_batch(messages), producer_group, timeout)
 
     def send_encoded(self, q: QueueRef, items: list[bytes], producer_group: str,
                      timeout: float | None = None) -> int:

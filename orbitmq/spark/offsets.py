@@ -15,7 +15,7 @@ This shape is a compatibility contract: later releases must still read it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
@@ -115,12 +115,3 @@ def split_limit(start: Mapping[QueueRef, int], end: Mapping[QueueRef, int], limi
     for _, q in sorted(remainders)[:leftover]:
         shares[q] += 1
     return {q: start[q] + shares[q] for q in end}
-
-
-def total_between(start: Mapping[QueueRef, int], end: Mapping[QueueRef, int]) -> int:
-    """How many offsets lie between two positions (queues absent from `start` count from 0)."""
-    return sum(max(0, off - start.get(q, 0)) for q, off in end.items())
-
-
-def topics_of(offsets: Iterable[QueueRef]) -> set[str]:
-    return {q.topic for q in offsets}

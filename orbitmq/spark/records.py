@@ -80,18 +80,6 @@ COMPRESSION_TYPE = 0x700
 _COLUMN_PROPS = RESERVED_NAMES | {"TAGS", "KEYS", "UNIQ_KEY"}
 
 
-def parse_properties(raw: bytes) -> dict[str, str]:
-    """RocketMQ's property string: name 0x01 value, pairs joined by 0x02 (reference 5.5)."""
-    out: dict[str, str] = {}
-    if not raw:
-        return out
-    for pair in raw.decode("utf-8", "replace").split("\x02"):
-        name, sep, value = pair.partition("\x01")
-        if sep and name and value:
-            out[name] = value
-    return out
-
-
 def tag_filter(expression: str) -> Callable[[str | None], bool] | None:
     """The client-side re-check of a tag expression (`TagA || TagB`); None accepts all.
 

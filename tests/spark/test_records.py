@@ -11,7 +11,7 @@ from orbitmq.common.record import encode_record
 from orbitmq.errors import CorruptRecord
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.spark.acl import sign, signature
-from orbitmq.spark.records import Columns, decode_into, parse_properties, store_timestamps, tag_filter
+from orbitmq.spark.records import Columns, decode_into, store_timestamps, tag_filter
 
 
 def record(offset: int, body: bytes = b"hello", tags: str | None = "TagA", **props: str) -> bytes:
@@ -75,8 +75,11 @@ def test_store_timestamps_lists_offsets_and_store_times() -> None:
     assert store_timestamps(record(4) + record(5)) == [(4, 1_700_000_000_504), (5, 1_700_000_000_505)]
 
 
-def test_property_strings_skip_malformed_pairs() -> None:
-    assert parse_properties(b"A\x01b\x02\x02junk\x02C\x01d") == {"A": "b", "C": "d"}
+def test_malformed_property_pairs_are_skipped_as_java_skips_them() -> None:
+    raw = encode_record(topic=b"t", body=b"b", properties=b"A\x01b\x02\x02junk\x02\x01x\x02C\x01d\x02E\x01")
+    cols = Columns()
+    decode_into(cols, raw, end_offset=9, accept_tag=None, include_properties=True)
+    assert list(zip(cols.prop_keys, cols.prop_values, strict=True)) == [("A", "b"), ("C", "d")]
 
 
 def test_acl_signature_matches_the_protocol_test_vector() -> None:
