@@ -275,3 +275,30 @@ async def test_half_messages_survive_a_broker_crash_and_resolved_ones_stay_resol
         server.stop()
     assert sorted(m.body for m in collector.msgs) == [b"commit", b"unknown-then-commit"]
     assert second.checked == Counter({"unknown-then-commit": 1})
+
+
+async def test_a_message_with_its_own_check_immunity_is_checked_after_younger_ordinary_ones(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pg, cg = names
+    order: list[str] = []
+
+    class RecordsChecks(ScriptedListener):
+        def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:  # type: ignore[override]
+            order.append(msg.body.decode())
+            return COMMIT
+
+    collector = Collector()
+    async with TransactionProducer(pg, RecordsChecks(), namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        patient = Message(topic, b"immune-for-4s", properties={"CHECK_IMMUNITY_TIME_IN_SECONDS": "4"})
+        await producer.send_message_in_transaction(patient)
+        await producer.send_message_in_transaction(Message(topic, b"ordinary"))
+        consumer = push_consumer(namesrv, cg, topic, collector)
+        await consumer.start()
+        try:
+            await wait_until(lambda: len(collector.msgs) >= 2, timeout=20)
+        finally:
+            await consumer.shutdown()
+    assert order == ["ordinary", "immune-for-4s"]
+    assert sorted(m.body for m in collector.msgs) == [b"immune-for-4s", b"ordinary"]
