@@ -254,6 +254,8 @@ class TransactionService:
 
     async def _check_round(self) -> int:
         config = self.live.value
+        if config.broker_id != 0:
+            return 0  # a slave neither resolves nor checks; its master does
         now = self.clock_ms()
         offset = max(self.progress.half_offset, self.store.get_min_offset_in_queue(HALF, 0))
         end = self.store.get_max_offset_in_queue(HALF, 0)
