@@ -66,10 +66,13 @@ log = logging.getLogger("orbitmq.broker")
 StoreFactory = Callable[[StoreConfig], MessageStore]
 
 
-def default_store(config: StoreConfig) -> MessageStore:
+def default_store(config: StoreConfig, delay_levels_ms: tuple[int, ...] | None = None) -> MessageStore:
+    """The file store; `delay_levels_ms` lets crash recovery rebuild the schedule topic's tag slots."""
     from orbitmq.store.store import DefaultMessageStore
 
-    return DefaultMessageStore(config)
+    if delay_levels_ms is None:
+        return DefaultMessageStore(config)
+    return DefaultMessageStore(config, delay_levels_ms=delay_levels_ms)
 
 
 class _TrackingRegistry:
@@ -185,7 +188,10 @@ class Broker:
         """Open the store, load metadata, listen and register. Returns the bound (host, port)."""
         config = self.live.value
         os.makedirs(config.store.config_dir, exist_ok=True)
-        store = self._store_factory(config.store)
+        if self._store_factory is default_store:
+            store = default_store(config.store, config.delay_levels_ms)
+        else:
+            store = self._store_factory(config.store)
         await store.start()
         self.store = store
         try:

@@ -114,7 +114,11 @@ class ConsumerFilterTable:
                 kind = str(sub.get("expressionType") or TAG)
                 if kind.upper() == TAG:
                     continue
-                refused = self.refusal(kind, str(sub.get("subString") or ""))
+                expression = str(sub.get("subString") or "")
+                cached = self._compiled.get((str(consumer.get("groupName") or ""), str(sub.get("topic") or "")))
+                if kind.upper() == SQL92 and cached is not None and cached[1] == expression and self.enabled():
+                    continue  # compiled before: the every-30-seconds heartbeat costs no parse
+                refused = self.refusal(kind, expression)
                 if refused is not None:
                     code, remark = refused
                     raise RequestError(code, f"subscription of {consumer.get('groupName')} to {sub.get('topic')}: "
