@@ -17,6 +17,7 @@ that report trails the checkpoint by a batch.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FORMAT = "orbitmq"
+BOUNDS_ATTEMPTS = 3
+BOUNDS_RETRY_S = 0.5
 
 
 class RangePartition(InputPartition):
@@ -166,12 +169,19 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._cluster
 
     def _bounds(self) -> Bounds:
-        try:
-            _, bounds = _queues_and_bounds(self._c(), self.options.topics, missing_ok=True)
-        except OrbitMQError:
-            # A broken connection must not poison the next attempt.
-            self._drop_cluster()
-            raise
+        # A failure here fails the whole query, so retriable errors (a broker
+        # restarting, a dropped connection) get a few attempts on a fresh
+        # connection first, as Spark's Kafka source retries offset fetches.
+        for attempt in range(BOUNDS_ATTEMPTS):
+            try:
+                _, bounds = _queues_and_bounds(self._c(), self.options.topics, missing_ok=True)
+                break
+            except OrbitMQError as exc:
+                self._drop_cluster()
+                if not exc.retriable or attempt == BOUNDS_ATTEMPTS - 1:
+                    raise
+                log.warning("reading queue offsets failed (%s); retrying", exc)
+                time.sleep(BOUNDS_RETRY_S)
         self._latest = {q: hi for q, (_, hi) in bounds.items()}
         return bounds
 
