@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from orbitmq.client import request_reply
-from orbitmq.client.batch import encode_batch, item_size, split_batches
+from orbitmq.client.batch import encode_batch, split_batches
 from orbitmq.client.config import ProducerConfig, from_kwargs
 from orbitmq.client.fault import FaultStrategy
 from orbitmq.client.instance import ClientInstance
@@ -43,7 +43,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SEND_STATUS_BY_CODE, SendResult, SendStatus
 from orbitmq.client.selector import QueueSelector
 from orbitmq.client.trace_dispatch import SendTracer, TraceDispatcher, pop_trace_options
-from orbitmq.client.validation import check_batch, check_group, check_message
+from orbitmq.client.validation import check_batch, check_body, check_group, check_message
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message, MessageExt
 from orbitmq.common.msgid import UniqueIdGenerator
@@ -174,14 +174,14 @@ class Producer:
         queue: MessageQueue | None = None,
     ) -> None:
         """Send without waiting for the broker; delivery is not confirmed and nothing is retried."""
-        batch, msgs = self._prepare(msg)
+        batch, msgs, encoded = self._prepare(msg)
         info_queues = await self._queues(msgs[0].topic)
         mq = queue or (selector(info_queues, msg, arg) if selector else None)
         if mq is None:
             publish = await self.instance.publish_info(msgs[0].topic, self.config.create_topic_key,
                                                        self.config.default_topic_queue_nums)
             mq = self._fault.select(publish.queues, publish.counter, None)
-        code, fields, body, _ = self._request(batch, msgs, mq)
+        code, fields, body, _ = self._request(batch, msgs, mq, encoded)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         await self.instance.api.send_oneway(addr, code, fields, body)
 
@@ -211,26 +211,28 @@ class Producer:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _prepare(self, msg: Message | Sequence[Message]) -> tuple[bool, list[Message]]:
-        """Validate, assign unique ids; returns (is_batch, messages)."""
+    def _prepare(self, msg: Message | Sequence[Message]) -> tuple[bool, list[Message], list[bytes] | None]:
+        """Validate, assign unique ids; returns (is_batch, messages, encoded batch body or None)."""
         if isinstance(msg, Message):
             check_message(msg, self.config.max_message_size)
             if not msg.unique_key:
                 msg.unique_key = self._ids.next()
             self._topics.add(msg.topic)
-            return False, [msg]
-        msgs = check_batch(msg)
+            return False, [msg], None
+        msgs = check_batch(msg)  # one topic for all, so its name is checked once
+        check_message(msgs[0], self.config.max_message_size)
         for m in msgs:
-            check_message(m, self.config.max_message_size)
+            check_body(m, self.config.max_message_size)
             if not m.unique_key:
                 m.unique_key = self._ids.next()
-        total = sum(item_size(m) for m in msgs)
+        encoded = encode_batch(msgs)
+        total = sum(len(part) for part in encoded)
         if total > self.config.max_message_size:
             raise MessageValidationError(
                 f"the batch is {total} bytes, over the limit of {self.config.max_message_size}; use send_batches()"
             )
         self._topics.add(msgs[0].topic)
-        return True, msgs
+        return True, msgs, encoded
 
     async def _queues(self, topic: str) -> list[MessageQueue]:
         info = await self.instance.publish_info(topic, self.config.create_topic_key,
@@ -246,13 +248,13 @@ class Producer:
         timeout: float | None,
         retries: int,
     ) -> SendResult:
-        batch, msgs = self._prepare(msg)
+        batch, msgs, encoded = self._prepare(msg)
         timeout_s = (self.config.send_msg_timeout_ms / 1000) if timeout is None else timeout
         deadline = time.monotonic() + timeout_s
         topic = msgs[0].topic
         if queue is not None or selector is not None:
             mq = queue if queue is not None else selector(await self._queues(topic), msg, arg)  # type: ignore[misc]
-            return await self._attempt(batch, msgs, mq, deadline)
+            return await self._attempt(batch, msgs, mq, deadline, encoded)
         publish = await self.instance.publish_info(topic, self.config.create_topic_key,
                                                    self.config.default_topic_queue_nums)
         last_broker: str | None = None
@@ -265,7 +267,7 @@ class Producer:
             last_broker = mq.broker_name
             started = time.monotonic()
             try:
-                result = await self._attempt(batch, msgs, mq, deadline)
+                result = await self._attempt(batch, msgs, mq, deadline, encoded)
             except (RemotingError, ClientError) as exc:
                 if isinstance(exc, MessageValidationError):
                     raise
@@ -289,12 +291,15 @@ class Producer:
         raise RequestTimeout(f"send to topic {topic} timed out after {timeout_s}s")
 
     def _request(
-        self, batch: bool, msgs: list[Message], mq: MessageQueue
+        self, batch: bool, msgs: list[Message], mq: MessageQueue, encoded: list[bytes] | None = None
     ) -> tuple[int, dict[str, str], list[bytes] | bytes, str]:
-        """(request code, V2 header, body, client msg id) for one attempt on `mq`."""
+        """(request code, V2 header, body, client msg id) for one attempt on `mq`.
+
+        `encoded` is the batch body when `_prepare` already built it (it is the same for every attempt).
+        """
         if batch:
             props: dict[str, str] = {mc.WAIT_STORE_MSG_OK: "true" if msgs[0].wait_store_msg_ok else "false"}
-            body: list[bytes] | bytes = encode_batch(msgs)
+            body: list[bytes] | bytes = encoded if encoded is not None else encode_batch(msgs)
             sys_flag = 0
             flag = 0
             msg_id = ",".join(m.unique_key or "" for m in msgs)
@@ -341,9 +346,11 @@ class Producer:
             code = RequestCode.SEND_REPLY_MESSAGE_V2  # the broker pushes it to the requester (§6.9)
         return code, fields, body, msg_id
 
-    async def _attempt(self, batch: bool, msgs: list[Message], mq: MessageQueue, deadline: float) -> SendResult:
+    async def _attempt(
+        self, batch: bool, msgs: list[Message], mq: MessageQueue, deadline: float, encoded: list[bytes] | None
+    ) -> SendResult:
         started = time.monotonic()
-        code, fields, body, msg_id = self._request(batch, msgs, mq)
+        code, fields, body, msg_id = self._request(batch, msgs, mq, encoded)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -65,6 +65,11 @@ def check_message(msg: Message, max_message_size: int = MAX_MESSAGE_SIZE) -> Non
     if msg is None:
         raise MessageValidationError("the message is null")
     check_send_topic(msg.topic)
+    check_body(msg, max_message_size)
+
+
+def check_body(msg: Message, max_message_size: int = MAX_MESSAGE_SIZE) -> None:
+    """A non-empty body within the size limit."""
     if msg.body is None:
         raise MessageValidationError("the message body is null")
     if len(msg.body) == 0:
