@@ -144,3 +144,35 @@ async def test_trace_of_a_transactional_message_shows_its_half_send_and_how_it_e
         await asyncio.sleep(0.25)
     assert [line.split()[0] for line in lines[1:]] == ["Pub", "EndTransaction"]
     assert "COMMIT_MESSAGE" in lines[2] and "fromCheck=false" in lines[2]
+
+
+class FakeTraceProducer:
+    def __init__(self) -> None:
+        self.sent: list[Message] = []
+
+    async def send(self, msg: Message) -> None:
+        self.sent.append(msg)
+
+    async def shutdown(self) -> None:
+        pass
+
+
+async def test_dispatcher_batches_records_into_keyed_messages_and_counts_what_does_not_fit() -> None:
+    from orbitmq.client.trace_dispatch import TraceDispatcher
+
+    dispatcher = TraceDispatcher("127.0.0.1:1", "MyTrace", capacity=3, max_message_bytes=80)
+    fake = FakeTraceProducer()
+    dispatcher._producer = fake  # type: ignore[assignment]
+    for i in range(5):
+        bean = TraceBean(msg_id=f"ID{i}", topic="T", keys=f"k{i}")
+        dispatcher.append(TraceContext(TraceType.PUB, 1, "PG", [bean]))
+    assert dispatcher.dropped == 2  # the buffer holds 3; appending never waits
+    assert await dispatcher.flush(5)
+    await dispatcher.close()
+    assert all(m.topic == "MyTrace" for m in fake.sent)
+    assert len(fake.sent) == 3  # an 80-byte message holds one record
+    records = [r for m in fake.sent for r in decode(m.body.decode())]
+    assert [r.beans[0].msg_id for r in records] == ["ID0", "ID1", "ID2"]
+    for m in fake.sent:
+        ids = {r.beans[0].msg_id for r in decode(m.body.decode())}
+        assert ids | {f"k{i[2:]}" for i in ids} == set(m.keys)
