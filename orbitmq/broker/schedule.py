@@ -266,7 +266,7 @@ class ScheduleService:
             wakeup.clear()
             try:
                 wait_ms = await self._deliver_due(level)
-            except OrbitMQError:
+            except Exception:  # a bad record or a store error must not end this level's deliveries
                 log.exception("delay level %d: delivery failed; trying again", level)
                 wait_ms = int(_RETRY_AFTER_FAILURE_S * 1000)
             if wait_ms is None:
@@ -293,11 +293,16 @@ class ScheduleService:
             try:
                 if result.status is not GetMessageStatus.FOUND:
                     return self._after_empty_read(level, offset, result.status, result.next_begin_offset)
-                due: list[tuple[int, MessageExt]] = []
+                due: list[tuple[int, MessageExt | None]] = []
                 wait_ms: int | None = None
                 now = self.clock_ms()
                 for buf, queue_offset in zip(result.buffers, result.queue_offsets):
-                    stored = decode_record(buf, decompress=False)
+                    try:
+                        stored = decode_record(buf, decompress=False)
+                    except OrbitMQError:
+                        log.error("delay level %d: unreadable record at queue offset %d skipped", level, queue_offset)
+                        due.append((queue_offset, None))
+                        continue
                     deliver_at = stored.store_timestamp + delay_ms
                     if deliver_at > now:
                         wait_ms = deliver_at - now
@@ -330,7 +335,7 @@ class ScheduleService:
             self.table.offsets[level] = self.store.get_max_offset_in_queue(names.SCHEDULE_TOPIC, level - 1)
         return None
 
-    async def _put_back(self, due: list[MessageExt]) -> int:
+    async def _put_back(self, due: list[MessageExt | None]) -> int:
         """Write due messages to their real topics, in order. Returns how many are done with.
 
         A message the store refuses for good (no real topic, illegal) is logged and
@@ -340,18 +345,20 @@ class ScheduleService:
         if not due:
             return 0
         host = self.store_host()
-        msgs = [restored_message(m, host) for m in due]
+        msgs = [restored_message(m, host) if m is not None else None for m in due]
         # put_message appends before its first await, so gathering keeps the append order
         # while letting the flushes (SYNC_FLUSH) of one round overlap.
         results = await asyncio.gather(*(self._put(m) for m in msgs))
         for i, status in enumerate(results):
             if status is not None and status not in _PERMANENT:
-                log.warning("delayed message to %s not delivered yet: %s", msgs[i].topic, status.value)
+                log.warning("delayed message %d of the round not delivered yet: %s", i, status.value)
                 return i
         return len(results)
 
-    async def _put(self, msg: MessageExtBrokerInner) -> PutMessageStatus | None:
-        """Store one message; None when stored, else the refusal (permanent ones are logged)."""
+    async def _put(self, msg: MessageExtBrokerInner | None) -> PutMessageStatus | None:
+        """Store one message; None when stored or skipped, else the refusal (permanent ones are logged)."""
+        if msg is None:
+            return None
         if not msg.topic:
             log.error("delayed message without %s dropped", mc.REAL_TOPIC)
             return PutMessageStatus.MESSAGE_ILLEGAL

@@ -150,7 +150,7 @@ class TimerService:
             self._wakeup.clear()
             try:
                 wait_ms = await self._round()
-            except OrbitMQError:
+            except Exception:  # a bad record or a store error must not end timer deliveries
                 log.exception("timer delivery failed; trying again")
                 wait_ms = _RETRY_AFTER_FAILURE_MS
             self._latest = self.index.checkpoint()
@@ -235,8 +235,13 @@ class TimerService:
                 log.error("timer message at CommitLog offset %d is gone; not delivered", entry.commit_log_offset)
                 rolled.append(entry)
                 continue
-            with found:
-                stored = decode_record(found.buffer, decompress=False)
+            try:
+                with found:
+                    stored = decode_record(found.buffer, decompress=False)
+            except OrbitMQError:
+                log.error("timer message at CommitLog offset %d is unreadable; dropped", entry.commit_log_offset)
+                rolled.append(entry)
+                continue
             again = MessageExtBrokerInner(
                 topic=tp.TIMER_TOPIC, body=stored.body, flag=stored.flag, properties=dict(stored.properties),
                 queue_id=0, sys_flag=stored.sys_flag, born_timestamp=stored.born_timestamp,
@@ -265,8 +270,13 @@ class TimerService:
                 log.error("timer message at CommitLog offset %d is gone; not delivered", entry.commit_log_offset)
                 msgs.append(None)
                 continue
-            with found:
-                stored = decode_record(found.buffer, decompress=False)
+            try:
+                with found:
+                    stored = decode_record(found.buffer, decompress=False)
+            except OrbitMQError:
+                log.error("timer message at CommitLog offset %d is unreadable; not delivered", entry.commit_log_offset)
+                msgs.append(None)
+                continue
             msgs.append(restored_message(stored, host))
         results = await asyncio.gather(*(self._put(m) for m in msgs))
         for i, ok in enumerate(results):
