@@ -1,6 +1,6 @@
 """Delayed and timed messages against a broker process: send rate, delivery rate and lateness.
 
-    python -m bench.delayed [--count N] [--in-flight K]
+    python -m bench.delayed [--count N] [--in-flight K] [--timer-spread-ms S]
 
 The broker runs in a child process (ASYNC_FLUSH, delay table "1s 2s 3s");
 this process sends with raw SEND_MESSAGE_V2 requests, K in flight, 1 KiB
@@ -8,7 +8,8 @@ bodies, to a one-queue topic. Workloads:
 
 * plain     sends without a delay (for comparison)
 * level     DELAY=1: stored in SCHEDULE_TOPIC_XXXX, moved back after 1 s
-* timer     TIMER_DELIVER_MS spread over the next 3..6 s
+* timer     TIMER_DELIVER_MS spread over S ms (default 3000) starting 3 s out;
+            --timer-spread-ms 0 makes them all due at once (delivery capacity)
 
 For `level` and `timer` the run then waits until every message is in the
 real topic and reports how late each was stored there compared with its
@@ -119,7 +120,7 @@ def percentile(sorted_values: list[int], p: float) -> int:
     return sorted_values[min(len(sorted_values) - 1, int(len(sorted_values) * p))]
 
 
-async def run(count: int, in_flight: int) -> None:
+async def run(count: int, in_flight: int, spread_ms: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-delayed-") as root:
         proc, addr = start_broker(root)
         try:
@@ -141,7 +142,7 @@ async def run(count: int, in_flight: int) -> None:
                 base = int(time.time() * 1000) + 3000
                 cpu0 = cpu_seconds(proc.pid)
                 took = await send_all(client, addr, "Timer", count, in_flight, lambda i: mc.encode_properties(
-                    {"TIMER_DELIVER_MS": str(base + (i * 7919) % 3000)}))
+                    {"TIMER_DELIVER_MS": str(base + (i * 7919) % max(spread_ms, 1))}))
                 report("timer send", count, took, cpu_seconds(proc.pid) - cpu0)
                 got = await read_all(client, addr, "Timer", count, 60)
                 lateness("timer delivery", got, count)
@@ -167,8 +168,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=20_000)
     parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--timer-spread-ms", type=int, default=3000)
     args = parser.parse_args()
-    asyncio.run(run(args.count, args.in_flight))
+    asyncio.run(run(args.count, args.in_flight, args.timer_spread_ms))
 
 
 if __name__ == "__main__":
