@@ -227,9 +227,7 @@ class TransactionService:
                 if not result.is_ok:
                     log.warning("commit of transaction %s failed: %s", half.unique_key, result.status.value)
                     return Outcome(ResponseCode.SYSTEM_ERROR, result.remark or result.status.value)
-            if not await self._write_op(table_offset):
-                # The real message is stored; the in-memory mark still keeps it from a second commit.
-                self.progress.done.add(table_offset)
+            await self._write_op(table_offset)
             self._newest.pop(self._origin(half, table_offset), None)
             log.debug("transaction %s %s%s", half.unique_key, "committed" if commit else "rolled back",
                       " after a check" if from_check else "")
@@ -238,9 +236,12 @@ class TransactionService:
             self.progress.release(table_offset)
 
     async def _write_op(self, half_offset: int) -> bool:
+        """Mark the half message resolved: an op record, or (when the store refuses it) a mark in
+        memory that still keeps this process from resolving it twice; False in that case."""
         result = await self.store.put_message(tm.op_record(half_offset, self.live.value.broker_addr, self.clock_ms()))
         if not result.is_ok or result.append_result is None:
             log.error("op record for half offset %d not stored: %s", half_offset, result.status.value)
+            self.progress.done.add(half_offset)
             return False
         self.progress.record_op(result.append_result.logics_offset, half_offset)
         return True
@@ -305,7 +306,8 @@ class TransactionService:
             return Visit.WAITING if mc.CHECK_IMMUNITY_TIME_IN_SECONDS in half.properties else Visit.STOP
         if tm.real_destination(half) is None:
             log.warning("half message at offset %d has no REAL_TOPIC/REAL_QID; dropped", qoff)
-            return Visit.PASSED if await self._write_op(qoff) else Visit.WAITING
+            await self._write_op(qoff)
+            return Visit.PASSED
         if not self.progress.reserve(qoff):
             return Visit.WAITING
         try:
