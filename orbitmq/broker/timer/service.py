@@ -174,7 +174,13 @@ class TimerService:
                 return 0
         due = self.index.pop_due(now, _DELIVER_BATCH)
         if due:
-            delivered = await self._deliver(due)
+            try:
+                delivered = await self._deliver(due)
+            except BaseException:
+                # Popped timers must be back in the index before anything else runs: a
+                # checkpoint would otherwise count them as delivered.
+                self.index.put_back(due)
+                raise
             self.index.done(due[:delivered])
             if delivered < len(due):
                 self.index.put_back(due[delivered:])
@@ -227,8 +233,19 @@ class TimerService:
         old = self.index.pop_stored_before(stored_before_ms)
         if not old:
             return False
-        host = self.store_host()
         rolled: list[TimerEntry] = []
+        try:
+            await self._store_again(old, rolled)
+        finally:
+            # The new copies are indexed by the next load; the old entries are done with.
+            self.index.done(rolled)
+            self.index.put_back(old[len(rolled):])
+        log.info("timer: %d long-waiting timers stored again", len(rolled))
+        return True
+
+    async def _store_again(self, old: list[TimerEntry], rolled: list[TimerEntry]) -> None:
+        """Write each old timer's message to the timer topic again; append each one done to `rolled`."""
+        host = self.store_host()
         for entry in old:
             found = self.store.select_one_message_by_offset(entry.commit_log_offset)
             if found is None:
@@ -254,11 +271,6 @@ class TimerService:
                 log.warning("timer at offset %d not rolled over: %s", entry.queue_offset, result.status.value)
                 break
             rolled.append(entry)
-        # The new copies are indexed by the next load; the old entries are done with.
-        self.index.done(rolled)
-        self.index.put_back(old[len(rolled):])
-        log.info("timer: %d long-waiting timers stored again", len(rolled))
-        return True
 
     async def _deliver(self, due: list[TimerEntry]) -> int:
         """Write due timers to their real topics in order. Returns how many are done with."""
