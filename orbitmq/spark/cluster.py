@@ -2,7 +2,7 @@
 
 Spark calls the data source from short-lived planner processes, one
 long-lived stream-reader process and many task processes; none of them runs
-an event loop. `Cluster` owns a private event loop (`asyncio.Runner`) and a
+an event loop. `Cluster` owns a private event loop and a
 `RemotingClient` on it, and exposes the handful of requests the connector
 needs as plain blocking calls: routes, queue offset bounds, search by time,
 pull at an offset, batch send and offset reports. One `Cluster` serves one
@@ -94,7 +94,10 @@ class Cluster:
     def __init__(self, options: ConnectionOptions) -> None:
         self._options = options
         self._namesrvs = [a.strip() for a in options.namesrv_addr.split(";") if a.strip()]
-        self._runner = asyncio.Runner(loop_factory=loop_factory())
+        # A plain loop driven by run_until_complete: asyncio.Runner.run would
+        # install and remove a SIGINT handler on every call, which costs more
+        # than a pull when Spark's worker runs us on its main thread.
+        self._loop = loop_factory()()
         self._client = RemotingClient(connect_timeout=min(3.0, options.request_timeout_s))
         self._routes: dict[str, TopicRoute] = {}
         self._closed = False
@@ -107,9 +110,10 @@ class Cluster:
             return
         self._closed = True
         try:
-            self._runner.run(self._client.close())
+            self._loop.run_until_complete(self._client.close())
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
         finally:
-            self._runner.close()
+            self._loop.close()
 
     def __enter__(self) -> Self:
         return self
@@ -127,7 +131,7 @@ class Cluster:
         if self._options.access_key and self._options.secret_key:
             sign(cmd, self._options.access_key, self._options.secret_key)
         wait = self._options.request_timeout_s if timeout is None else timeout
-        return self._runner.run(self._client.invoke(addr, cmd, wait))
+        return self._loop.run_until_complete(self._client.invoke(addr, cmd, wait))
 
     def route(self, topic: str, *, refresh: bool = False) -> TopicRoute:
         """The topic's route from the first name server that answers; cached until `refresh`."""
@@ -212,7 +216,7 @@ class Cluster:
         async def all_of() -> list[RemotingCommand]:
             return list(await asyncio.gather(*(self._client.invoke(addr, c, timeout) for c in cmds)))
 
-        return [_pull_result(resp, offset) for resp, offset in zip(self._runner.run(all_of()), offsets, strict=True)]
+        return [_pull_result(resp, offset) for resp, offset in zip(self._loop.run_until_complete(all_of()), offsets, strict=True)]
 
     def send_encoded(self, q: QueueRef, items: list[bytes], producer_group: str,
                      timeout: float | None = None) -> int:
