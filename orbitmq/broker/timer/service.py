@@ -123,7 +123,8 @@ class TimerService:
     # --- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the checkpoint and rebuild the index from the timer queue, then start delivering."""
+        """Load the checkpoint and start the task, which rebuilds the index from the timer queue
+        (in batches, between other work) before it delivers anything."""
         try:
             obj = load_with_backup(self.path, jsonbody.loads)
             checkpoint = TimerCheckpoint.from_json(obj) if obj is not None else TimerCheckpoint()
@@ -131,9 +132,6 @@ class TimerService:
             raise ConfigError(f"{self.path} and its .bak are unreadable: {exc}") from exc
         self.index = TimerIndex(checkpoint)
         self._latest = self._saved = checkpoint
-        while self._load_new():
-            pass
-        log.info("timer: %d pending timers loaded from offset %d", len(self.index), checkpoint.low_offset)
         self._tasks = [asyncio.ensure_future(self._run()), asyncio.ensure_future(self._save_loop())]
 
     async def close(self) -> None:
