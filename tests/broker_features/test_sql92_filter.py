@@ -161,3 +161,18 @@ def test_sql92_pulls_return_exactly_the_messages_the_reference_evaluator_selects
     chosen = asyncio.run(broker_choice(loaded_topic.addr, loaded_topic.topic, expression))
     expected = [i for i, p in enumerate(loaded_topic.properties) if reference_matches(tree, p)]
     assert chosen == expected, expression
+
+
+async def test_turning_property_filters_on_at_runtime_takes_effect_at_once(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    async with Broker(make_config(tmp_path)) as broker:
+        addr = addr_of(broker)
+        await create_topic(client, addr, "T")
+        await send_v2(client, addr, "T", b"7", props(size="7"))
+        refused = await pull(client, addr, "T", "CG", 0, subscription="size > 5", expression_type="SQL92")
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        update = await request(client, addr, RequestCode.UPDATE_BROKER_CONFIG, body=b"enablePropertyFilter=true\n")
+        assert update.code == ResponseCode.SUCCESS, update.remark
+        allowed = await pull(client, addr, "T", "CG", 0, subscription="size > 5", expression_type="SQL92")
+        assert [m.body for m in records(allowed)] == [b"7"]
