@@ -37,6 +37,10 @@ def test_batch_read_of_a_known_set_returns_exactly_those_rows(spark: Any, dev: D
     assert first.msgId and first.reconsumeTimes == 0
     assert first.storeTimestamp >= first.bornTimestamp
     assert len({r.msgId for r in rows}) == 300
+    per_queue = Counter((b, q) for b, q, _, _ in sent)
+    split = _read(spark, dev, topic, maxRecordsPerPartition="50", includeProperties="false")
+    assert split.rdd.getNumPartitions() == sum(-(-n // 50) for n in per_queue.values())
+    assert sorted((r.brokerName, r.queueId, r.queueOffset) for r in split.collect()) == [s[:3] for s in sorted(sent)]
 
 
 def test_batch_read_honours_offset_ranges_and_store_time_bounds(spark: Any, dev: DevCluster, produce: Any) -> None:
