@@ -40,10 +40,12 @@ async def test_clustering_delivers_each_message_to_exactly_one_member(
         await first.start()
         await second.start()
         try:
-            # Both members hold queues before anything is sent.
-            await wait_until(lambda: len(first.rebalancer.process_queues) + len(second.rebalancer.process_queues)
-                             >= 4 and bool(first.rebalancer.process_queues) and
-                             bool(second.rebalancer.process_queues))
+            # Both members hold their final share (two queues each) before anything is sent; while the
+            # first one has not yet given up the queues the second took, both would read them.
+            def owned(c: PushConsumer) -> int:
+                return sum(1 for mq in c.rebalancer.process_queues if mq.topic == topic)
+
+            await wait_until(lambda: owned(first) == 2 and owned(second) == 2)
             await send_many(producer, topic, 0, 40)
             await wait_until(lambda: len(a.msgs) + len(b.msgs) >= 40)
             await asyncio.sleep(0.5)  # a duplicate would show up by now
