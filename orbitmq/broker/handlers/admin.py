@@ -149,6 +149,11 @@ class AdminHandlers:
             "sendThreadPoolQueueSize": "0",
             "pullThreadPoolQueueSize": "0",
             "queryThreadPoolQueueSize": "0",
+            # mqadmin clusterList prints these three per broker; requests run on the event
+            # loop (no executor queue to wait in) and no lock guards the page cache.
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "pageCacheLockTimeMills": "0",
         }
         figures.update(self.stats.runtime_figures())
         figures.update({str(k): str(v) for k, v in self.store.runtime_info().items()})
