@@ -27,7 +27,7 @@ CONNECTION_KEYS = ("namesrvAddr", "accessKey", "secretKey", "requestTimeoutMs")
 SOURCE_KEYS = (
     "topic", "subExpression", "expressionType", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "includeProperties", "maxOffsetsPerTrigger",
-    "failOnDataLoss", "consumerGroup", "pullBatchSize", "maxRecordsPerPartition",
+    "failOnDataLoss", "consumerGroup", "pullBatchSize", "maxRecordsPerPartition", "pushFilters",
 )
 SINK_KEYS = ("topic", "producerGroup", "batchSize", "sendTimeoutMs", "sendRetries")
 
@@ -78,6 +78,7 @@ class SourceOptions:
     # larger requests mean fewer round trips on a backlog.
     pull_batch_size: int = 1024
     max_records_per_partition: int | None = None
+    push_filters: bool = False
 
     @property
     def pull_group(self) -> str:
@@ -204,7 +205,15 @@ def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOp
         consumer_group=group,
         pull_batch_size=min(pull_batch, 32_768),
         max_records_per_partition=opts.int("maxRecordsPerPartition", None, minimum=1),
+        push_filters=_push_filters(opts, streaming),
     )
+
+
+def _push_filters(opts: _Opts, streaming: bool) -> bool:
+    push = opts.bool("pushFilters", False)
+    if push and streaming:
+        raise ConfigError("option pushFilters applies to batch reads only (Spark pushes no filters to streams)")
+    return push
 
 
 def _check_positions(starting: Position | None, ending: Position | None, topics: tuple[str, ...],

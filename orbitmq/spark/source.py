@@ -21,7 +21,15 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    EqualTo,
+    Filter,
+    In,
+    InputPartition,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -72,7 +80,9 @@ class OrbitMQDataSource(DataSource):
     def reader(self, schema: StructType) -> BatchReader:
         options = parse_source_options(self.options, streaming=False)
         _check_read_schema(schema, options)
-        return BatchReader(options)
+        # Spark refuses to plan with a reader that has pushFilters unless
+        # spark.sql.python.filterPushdown.enabled is set, so it is opt-in.
+        return PushdownBatchReader(options) if options.push_filters else BatchReader(options)
 
     def streamReader(self, schema: StructType) -> StreamReader:
         options = parse_source_options(self.options, streaming=True)
@@ -142,6 +152,44 @@ class BatchReader(DataSourceReader):
         if partition.value is None:  # Spark's stand-in when partitions() is empty
             return iter(())
         return read_range(self.options, partition.value)
+
+
+#: Columns whose equality and IN filters select whole queues, so they can prune tasks exactly.
+_QUEUE_COLUMNS = {"topic": lambda q: q.topic, "brokerName": lambda q: q.broker_name, "queueId": lambda q: q.queue_id}
+
+
+class PushdownBatchReader(BatchReader):
+    """A batch reader that plans only the queues that `topic`/`brokerName`/`queueId` filters allow.
+
+    Selected by the option pushFilters=true; Spark also needs
+    spark.sql.python.filterPushdown.enabled=true. Filters it does not handle
+    are returned to Spark, which applies them to the rows.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        super().__init__(options)
+        self.allowed: dict[str, frozenset[Any]] = {}
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        rest: list[Filter] = []  # a list, not a generator: the pruning must happen now
+        for f in filters:
+            if isinstance(f, EqualTo):
+                values = frozenset((f.value,))
+            elif isinstance(f, In):
+                values = frozenset(f.value)
+            else:
+                rest.append(f)
+                continue
+            column = f.attribute[0] if len(f.attribute) == 1 else ""
+            if column not in _QUEUE_COLUMNS:
+                rest.append(f)
+                continue
+            self.allowed[column] = self.allowed.get(column, values) & values
+        return rest
+
+    def partitions(self) -> list[InputPartition]:
+        return [p for p in super().partitions()
+                if all(_QUEUE_COLUMNS[c](p.value.queue) in vs for c, vs in self.allowed.items())]
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -80,3 +80,10 @@ def test_credentials_are_kept_out_of_the_repr() -> None:
     o = parse_sink_options({"namesrvaddr": "h:1", "accesskey": "ak", "secretkey": "s3cret"})
     assert o.connection.secret_key == "s3cret"
     assert "s3cret" not in repr(o)
+
+
+def test_filter_pushdown_is_a_batch_only_opt_in() -> None:
+    assert parse_source_options(BASE, streaming=False).push_filters is False
+    assert parse_source_options({**BASE, "pushfilters": "true"}, streaming=False).push_filters is True
+    with pytest.raises(ConfigError, match="batch reads only"):
+        parse_source_options({**BASE, "pushFilters": "true"}, streaming=True)

@@ -230,3 +230,16 @@ def test_a_checkpoint_position_past_the_queue_end_is_data_loss_unless_allowed(
         query.awaitTermination(60)
         assert query.exception() is None
         assert _memory_rows(spark, f"loss_{topic}_{fail}") == []
+
+
+def test_opt_in_filter_pushdown_plans_only_the_selected_queues(spark: Any, dev: DevCluster, produce: Any) -> None:
+    topic = dev.new_topic(queues=4)
+    sent = produce(topic, [b"p-%d" % i for i in range(80)], batch=10)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        df = _read(spark, dev, topic, pushFilters="true").where("queueId IN (1, 3) AND body != X'00'")
+        assert df.rdd.getNumPartitions() == 2
+        got = sorted((r.queueId, r.queueOffset) for r in df.collect())
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+    assert got == sorted((q, o) for _, q, o, _ in sent if q in (1, 3))
