@@ -155,3 +155,19 @@ async def test_delivery_progress_survives_a_restart_without_duplicates_or_losses
         got = await drain(client, addr, "Restart", "G", 11, timeout=6)
         bodies = sorted(m.body for _, m in got)
         assert bodies == sorted([f"one-{i}".encode() for i in range(5)] + [f"three-{i}".encode() for i in range(5)])
+
+
+async def test_an_unreadable_delay_offset_file_falls_back_to_its_backup_and_else_stops_the_broker(
+    tmp_path: Path,
+) -> None:
+    config = make_config(tmp_path)
+    path = Path(config.store.config_dir, DELAY_OFFSET_FILE)
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json")
+    Path(str(path) + ".bak").write_text('{"offsetTable":{1:3,2:0,3:0}}')
+    async with Broker(config) as broker:
+        assert broker.schedule is not None and broker.schedule.offsets[1] == 3
+    path.write_text("{not json")
+    Path(str(path) + ".bak").write_text("[]")
+    with pytest.raises(ConfigError, match=DELAY_OFFSET_FILE):
+        await Broker(config).start()
