@@ -32,10 +32,10 @@ from typing import Any
 from bench.e2e import BODY_SIZE, GROUP, QUEUES, TOPIC
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
-from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message
 from orbitmq.common.msgid import UniqueIdGenerator
+from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.common.record import encode_batch
 from orbitmq.remoting.codec import encode
 from orbitmq.remoting.codes import RequestCode
@@ -148,7 +148,7 @@ async def measure(args: argparse.Namespace) -> dict[str, float]:
         config = BrokerConfig.from_properties({
             "listenHost": "127.0.0.1", "listenPort": "0", "brokerIP1": "127.0.0.1",
             "storePathRootDir": os.path.join(tmp, "store"), "mappedFileSizeCommitLog": str(256 << 20),
-            "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": "",
+            "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": "", **dict(kv.split("=", 1) for kv in args.set),
         })
         broker = Broker(config)
         await broker.start()
@@ -211,6 +211,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=200, help="reads per run (send: 64 messages each)")
     p.add_argument("--repeat", type=int, default=3, help="runs per workload; the fastest counts")
     p.add_argument("--only", default="send,batch,pull")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf setting")
     p.add_argument("--profile", default="", help="write a cProfile of all measured runs to this file")
     args = p.parse_args()
     results = run_loop(measure(args))

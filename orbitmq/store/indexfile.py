@@ -58,6 +58,10 @@ ENTRY = struct.Struct(
     "i"  # prevIndex
 )
 _SLOT = struct.Struct(">i")
+_unpack_slot = _SLOT.unpack_from
+_pack_slot = _SLOT.pack_into
+_pack_entry = ENTRY.pack_into
+_pack_header = HEADER.pack_into
 HEADER_SIZE: Final = 40
 SLOT_SIZE: Final = 4
 ENTRY_SIZE: Final = 20
@@ -199,31 +203,31 @@ class IndexFile:
             return False
         mm = self._mm
         slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * SLOT_SIZE
-        (prev,) = _SLOT.unpack_from(mm, slot_pos)
+        prev = _unpack_slot(mm, slot_pos)[0]
         if prev <= 0 or prev > count:
             prev = 0
+            self.hash_slot_count += 1
         begin = self.begin_timestamp
         if begin <= 0:
             diff = 0
         else:
             diff = (store_timestamp - begin) // 1000
-            diff = 0 if diff < 0 else min(diff, _INT_MAX)
-        ENTRY.pack_into(mm, self._entries_base + count * ENTRY_SIZE, key_hash, phy_offset, diff, prev)
-        _SLOT.pack_into(mm, slot_pos, count)
+            if diff < 0:
+                diff = 0
+            elif diff > _INT_MAX:
+                diff = _INT_MAX
+        _pack_entry(mm, self._entries_base + count * ENTRY_SIZE, key_hash, phy_offset, diff, prev)
+        _pack_slot(mm, slot_pos, count)
         if count <= 1:
             # RocketMQ sets the begin fields after computing the first entry's
             # difference (from the previous file's end time); we match it.
             self.begin_phy_offset = phy_offset
-            self.begin_timestamp = store_timestamp
-        if prev == 0:
-            self.hash_slot_count += 1
-        self.index_count = count + 1
+            self.begin_timestamp = begin = store_timestamp
+        count += 1
+        self.index_count = count
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        HEADER.pack_into(
-            mm, 0, self.begin_timestamp, store_timestamp, self.begin_phy_offset, phy_offset,
-            self.hash_slot_count, count + 1,
-        )
+        _pack_header(mm, 0, begin, store_timestamp, self.begin_phy_offset, phy_offset, self.hash_slot_count, count)
         return True
 
     def is_time_matched(self, begin: int, end: int) -> bool:
@@ -374,6 +378,8 @@ class IndexService:
         self.files: list[IndexFile] = []
         self._unflushed: list[IndexFile] = []
         self._flush_lock = threading.Lock()
+        #: "topic#" by topic, so the append path builds no string per key.
+        self._prefixes: dict[str, str] = {}
 
     def load(self) -> None:
         """Map the index files already in the directory, oldest first. Blocking (call once at start)."""
@@ -397,9 +403,14 @@ class IndexService:
         f = files[-1] if files else self._roll()
         if phy_offset < f.end_phy_offset:
             return  # replayed during recovery: already indexed
-        prefix = topic + "#"
-        if uniq_key:
-            f = self._put(f, index_key_hash(uniq_key, prefix), phy_offset, store_timestamp)
+        prefix = self._prefixes.get(topic)
+        if prefix is None:
+            if len(self._prefixes) >= 4096:
+                self._prefixes.clear()
+            prefix = self._prefixes[topic] = topic + "#"
+        if uniq_key and not f.put_hash(index_key_hash(uniq_key, prefix), phy_offset, store_timestamp):
+            f = self._roll()
+            f.put_hash(index_key_hash(uniq_key, prefix), phy_offset, store_timestamp)
         if keys:
             for key in keys.split(KEY_SEPARATOR):
                 if key:
