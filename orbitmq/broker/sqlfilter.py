@@ -36,6 +36,12 @@ SQL92 = "SQL92"
 TAG = "TAG"
 
 
+def _unsupported(kind: str) -> str:
+    """RocketMQ's remark, plus the setting that would change the answer."""
+    remark = f"The broker does not support consumer to filter message by {kind}"
+    return remark + " (enablePropertyFilter=false)" if kind == SQL92 else remark
+
+
 def _int32(value: int) -> int:
     v = value & 0xFFFFFFFF
     return v - (1 << 32) if v & 0x80000000 else v
@@ -94,7 +100,7 @@ class ConsumerFilterTable:
         if kind == TAG:
             return None
         if kind != SQL92 or not self.enabled():
-            return ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}"
+            return ResponseCode.SYSTEM_ERROR, _unsupported(kind)
         try:
             compile_sql92(expression)
         except SqlParseError as exc:
@@ -138,9 +144,7 @@ class ConsumerFilterTable:
         if kind == TAG:
             return TagFilter(subscription)
         if kind != SQL92 or not self.enabled():
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}"
-            )
+            raise RequestError(ResponseCode.SYSTEM_ERROR, _unsupported(kind))
         return PropertyFilter(self._selector(group, subscription))
 
     def _selector(self, group: str, sub: Subscription) -> Sql92Filter:
