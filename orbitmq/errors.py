@@ -77,7 +77,7 @@ class BrokerError(OrbitMQError):
     """A peer answered with a RocketMQ response code other than SUCCESS."""
 
     code: int = -1
-    _by_code: ClassVar[dict[int, type["BrokerError"]]] = {}
+    _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
     response_code: ClassVar[int | None] = None
 
     def __init__(self, code: int, remark: str | None = None) -> None:
@@ -91,7 +91,7 @@ class BrokerError(OrbitMQError):
             BrokerError._by_code[cls.response_code] = cls
 
     @classmethod
-    def for_code(cls, code: int, remark: str | None = None) -> "BrokerError":
+    def for_code(cls, code: int, remark: str | None = None) -> BrokerError:
         """Build the most specific error class for a RocketMQ response code."""
         return BrokerError._by_code.get(code, BrokerError)(code, remark)
 

@@ -14,8 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 # Only the servers' own announcement lines count; log lines (stderr is merged in)
 # may also say "listening on" and must not be taken for readiness.
