@@ -15,7 +15,8 @@ flushes as `--flush` says: ASYNC_FLUSH, the dev default, or SYNC_FLUSH):
              send -> receive latency p50 / p99 / p99.9
 
 For each workload the broker's CPU time (utime + stime from /proc/<pid>/stat,
-before and after) is divided by the messages handled. The client side is a
+before and after) is divided by the messages handled; the client processes
+report theirs too (on 2 cores the load generator competes with the broker). The client side is a
 lean protocol client built on `orbitmq.remoting` (requests as RocketMQ's Java
 client sends them: SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with a UNIQ_KEY per
 message, PULL_MESSAGE), so the figures measure the broker and the wire, not
@@ -152,10 +153,12 @@ async def worker_produce(
             i += depth
 
     start = time.time()
+    cpu0 = time.process_time()
     await asyncio.gather(*(loop(lane) for lane in range(depth)))
+    cpu = time.process_time() - cpu0
     end = time.time()
     await client.close()
-    return {"sent": sender.sent, "errors": sender.errors, "start": start, "end": end}
+    return {"sent": sender.sent, "errors": sender.errors, "start": start, "end": end, "cpu": cpu}
 
 
 async def worker_produce_with_client(
@@ -188,10 +191,12 @@ async def worker_produce_with_client(
                 errors += n
 
     start = time.time()
+    cpu0 = time.process_time()
     await asyncio.gather(*(loop() for _ in range(depth)))
+    cpu = time.process_time() - cpu0
     end = time.time()
     await producer.shutdown()
-    return {"sent": sent, "errors": errors, "start": start, "end": end}
+    return {"sent": sent, "errors": errors, "start": start, "end": end, "cpu": cpu}
 
 
 async def worker_drain(addr: str) -> dict[str, Any]:
@@ -212,10 +217,12 @@ async def worker_drain(addr: str) -> dict[str, Any]:
             offset = int(fields.get("nextBeginOffset", offset))
 
     start = time.time()
+    cpu0 = time.process_time()
     await asyncio.gather(*(drain(q) for q in range(QUEUES)))
+    cpu = time.process_time() - cpu0
     end = time.time()
     await client.close()
-    return {"received": received, "start": start, "end": end}
+    return {"received": received, "start": start, "end": end, "cpu": cpu}
 
 
 async def worker_latency_consumer(addr: str, expect: int, seconds: float) -> dict[str, Any]:
@@ -329,6 +336,8 @@ class Row:
     seconds: float
     cpu_us_per_msg: float
     note: str = ""
+    #: CPU of the client processes per message (what the load itself costs on this machine).
+    client_cpu_us_per_msg: float = float("nan")
 
     @property
     def rate(self) -> float:
@@ -378,7 +387,8 @@ def produce_row(name: str, broker_pid: int, addr: str, procs: int, mode: str, de
     errors = sum(r["errors"] for r in results)
     span = max(r["end"] for r in results) - min(r["start"] for r in results)
     note = f"{errors} errors" if errors else ""
-    return Row(name, sent, span, cpu * 1e6 / max(sent, 1), note)
+    client_cpu = sum(r["cpu"] for r in results)
+    return Row(name, sent, span, cpu * 1e6 / max(sent, 1), note, client_cpu * 1e6 / max(sent, 1))
 
 
 def main() -> None:
@@ -476,7 +486,7 @@ def drain_row(pid: int, namesrv: str, addr: str, backlog: int) -> Row:
     result = collect([spawn(["--worker", "drain", "--addr", addr])])[0]
     cpu = cpu_seconds(pid) - cpu0
     return Row(f"drain a backlog of {result['received']:,}", result["received"], result["end"] - result["start"],
-               cpu * 1e6 / max(result["received"], 1))
+               cpu * 1e6 / max(result["received"], 1), "", result["cpu"] * 1e6 / max(result["received"], 1))
 
 
 def run_latency(pid: int, addr: str, seconds: float, rate: int = 2000) -> tuple[Row, dict[str, float]]:
@@ -505,8 +515,12 @@ def run_latency(pid: int, addr: str, seconds: float, rate: int = 2000) -> tuple[
 
 
 def print_report(rows: list[Row], percentiles: dict[str, float]) -> None:
-    headers = ("workload", "messages", "msg/s", "broker CPU us/msg", "note")
-    table = [(r.name, f"{r.messages:,}", f"{r.rate:,.0f}", f"{r.cpu_us_per_msg:.1f}", r.note) for r in rows]
+    headers = ("workload", "messages", "msg/s", "broker CPU us/msg", "client CPU us/msg", "note")
+    table = [
+        (r.name, f"{r.messages:,}", f"{r.rate:,.0f}", f"{r.cpu_us_per_msg:.1f}",
+         "-" if r.client_cpu_us_per_msg != r.client_cpu_us_per_msg else f"{r.client_cpu_us_per_msg:.1f}", r.note)
+        for r in rows
+    ]
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     for t in table:
