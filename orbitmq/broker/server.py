@@ -269,6 +269,7 @@ class Broker:
             broker_name=config.broker_name, topics=self.topics, groups=self.groups, consumers=self.consumers,
             producers=self.producers, locks=self.locks, notifier=self._notifier, clock_ms=self.clock_ms,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, filters=self.filters,
+            store=store,
         )
         self._client_handlers.register(registry)
         AdminHandlers(

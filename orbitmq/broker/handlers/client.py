@@ -21,11 +21,13 @@ from orbitmq.broker.sqlfilter import ConsumerFilterTable
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import PERM_READ, PERM_WRITE, TopicTable
 from orbitmq.common import jsonbody
+from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.common.names import retry_topic
 from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -115,6 +117,7 @@ class ClientHandlers:
         topics_changed: Callable[[], None],
         groups_changed: Callable[[], None],
         filters: ConsumerFilterTable | None = None,
+        store: MessageStore | None = None,
     ) -> None:
         #: Refuses SQL92 subscriptions the broker cannot run and compiles the others once.
         self.filters = filters if filters is not None else ConsumerFilterTable(lambda: True)
@@ -128,6 +131,8 @@ class ClientHandlers:
         self.clock_ms = clock_ms
         self.topics_changed = topics_changed
         self.groups_changed = groups_changed
+        #: Reads the record a CONSUME_MESSAGE_DIRECTLY request names (None: forward it unchanged).
+        self.store = store
 
     def register(self, server: Registry) -> None:
         server.register(RequestCode.HEART_BEAT, guarded(self.heart_beat))
@@ -246,7 +251,14 @@ class ClientHandlers:
                 ResponseCode.SYSTEM_ERROR,
                 f"The Consumer <{group}> Version <{client.version}> too low to finish, please upgrade it to V3_1_8_SNAPSHOT",
             )
-        forwarded = RemotingCommand.request(request.code, dict(request.ext_fields or {}), request.body)
+        fields = dict(request.ext_fields or {})
+        body = request.body
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY and self.store is not None:
+            # The client decodes the stored record from the body and reads brokerName from
+            # the header: the admin tool sends only the message id, the broker adds both.
+            fields["brokerName"] = self.broker_name
+            body = self._stored_record(text(request, "msgId"))
+        forwarded = RemotingCommand.request(request.code, fields, body)
         try:
             answer = await client.channel.invoke(forwarded, FORWARD_TIMEOUT_S)
         except (ConnectError, RequestTimeout) as exc:
@@ -254,6 +266,20 @@ class ClientHandlers:
                 ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {exc}"
             )
         return request.response(answer.code, answer.remark, answer.ext_fields, answer.body)
+
+    def _stored_record(self, msg_id: str) -> bytes:
+        assert self.store is not None
+        try:
+            offset = parse_offset_msg_id(msg_id).commit_log_offset
+        except ValueError as exc:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad message id {msg_id!r}: {exc}") from None
+        found = self.store.select_one_message_by_offset(offset) if offset >= 0 else None
+        if found is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+        try:
+            return bytes(found.buffer)  # copied: the forward may outlive the pinned file
+        finally:
+            found.release()
 
     async def consumer_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         group = text(request, "consumerGroup")
