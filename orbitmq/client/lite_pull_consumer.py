@@ -33,9 +33,9 @@ from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
-from orbitmq.client.subscription import SubscriptionData
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.validation import check_group, check_topic
+from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, RemotingError
 
@@ -82,7 +82,7 @@ class LitePullConsumer:
             raise ClientError("subscribe and assign cannot be mixed")
         self._assigned = sorted(set(mqs))
         for mq in self._assigned:
-            self.subscriptions.setdefault(mq.topic, SubscriptionData.build(mq.topic, "*"))
+            self.subscriptions.setdefault(mq.topic, build_subscription(mq.topic, SUB_ALL))
         if self._instance is not None:
             self._apply_assignment()
 
@@ -256,7 +256,7 @@ class LitePullConsumer:
 
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue[Any], offset: int) -> None:
         cfg = self.config
-        sd = self.subscriptions.get(mq.topic) or SubscriptionData.build(mq.topic, "*")
+        sd = self.subscriptions.get(mq.topic) or build_subscription(mq.topic, SUB_ALL)
         while not pq.dropped:
             if mq in self._paused:
                 await asyncio.sleep(1.0)
@@ -310,7 +310,7 @@ class LitePullConsumer:
             "consumeType": "CONSUME_ACTIVELY",
             "groupName": self.group,
             "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [sd.to_json() for sd in self.subscriptions.values()],
+            "subscriptionDataSet": [sd.to_json_dict() for sd in self.subscriptions.values()],
             "unitMode": False,
         }
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orbitmq.client.subscription import SUB_ALL, SubscriptionData
+from orbitmq.common.filter import EXPRESSION_TAG, SUB_ALL, SubscriptionData, build_subscription
+from orbitmq.errors import ClientError
 from orbitmq.filter.sql92 import compile_sql92
 
-TAG = "TAG"
+TAG = EXPRESSION_TAG
 SQL92 = "SQL92"
 
 
@@ -40,8 +41,29 @@ class MessageSelector:
         return cls(SQL92, expression.strip())
 
 
-def subscription_data(topic: str, selector: str | MessageSelector | None) -> SubscriptionData:
-    """The SubscriptionData a consumer sends for `selector` (a string is a tag expression)."""
+def subscription_data(
+    topic: str, selector: str | MessageSelector | None, *, sub_version: int | None = None
+) -> SubscriptionData:
+    """The SubscriptionData a consumer sends for `selector` (a string is a tag expression).
+
+    Stricter than Java's FilterAPI on the client side: a blank or padded
+    ``" * "`` tag expression means everything, an expression that names no
+    tag (``"||"``) and an empty SQL92 selector raise `ClientError`.
+    `sub_version` defaults to now in milliseconds.
+    """
     if isinstance(selector, MessageSelector):
-        return SubscriptionData.build(topic, selector.expression, selector.expression_type)
-    return SubscriptionData.build(topic, selector)
+        expression: str | None = selector.expression
+        expression_type = selector.expression_type
+    else:
+        expression, expression_type = selector, TAG
+    if expression_type != TAG:
+        # SQL92 text is evaluated by the broker; the client sends it trimmed.
+        if not expression or not expression.strip():
+            raise ClientError("an SQL92 subscription needs an expression")
+        return build_subscription(topic, expression.strip(), expression_type, sub_version=sub_version)
+    if expression is None or expression.strip() in ("", SUB_ALL):
+        return build_subscription(topic, SUB_ALL, sub_version=sub_version)
+    sd = build_subscription(topic, expression, sub_version=sub_version)
+    if not sd.tags_set:
+        raise ClientError(f"subscription expression {expression!r} names no tag")
+    return sd

@@ -25,8 +25,8 @@ from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadO
 from orbitmq.client.pulling import BrokerOffsets, PullHelper
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult
-from orbitmq.client.subscription import SubscriptionData
 from orbitmq.client.validation import check_group
+from orbitmq.common.filter import SubscriptionData
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import ClientError
 
@@ -95,7 +95,7 @@ class PullConsumer:
             "consumeType": "CONSUME_ACTIVELY",
             "groupName": self.group,
             "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [sd.to_json() for sd in subs.values()],
+            "subscriptionDataSet": [sd.to_json_dict() for sd in subs.values()],
             "unitMode": False,
         }
 

@@ -23,8 +23,8 @@ from orbitmq.client.lookups import Lookups
 from orbitmq.client.offset_store import OFFSET_NOT_FOUND, OffsetStore, ReadOffsetType
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult, PullStatus
-from orbitmq.client.subscription import SubscriptionData
 from orbitmq.common import properties as mc
+from orbitmq.common.filter import SubscriptionData
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, RemotingError
 
@@ -113,7 +113,7 @@ class PullHelper:
             low, high = str(result.min_offset), str(result.max_offset)
             kept = []
             for msg in result.messages:
-                if sd.accepts_tag(msg.tags):
+                if sd.matches_tag(msg.tags):
                     msg.properties[mc.MIN_OFFSET] = low
                     msg.properties[mc.MAX_OFFSET] = high
                     kept.append(msg)

@@ -43,10 +43,10 @@ from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
-from orbitmq.client.subscription import SubscriptionData
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner, pop_trace_options
 from orbitmq.client.validation import check_group, check_topic
+from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
 
@@ -120,7 +120,7 @@ class PushConsumer:
         if not self.subscriptions:
             raise ClientError("no subscription: call subscribe() before start()")
         if self.clustering:
-            self.subscriptions.setdefault(retry_topic(self.group), SubscriptionData.build(retry_topic(self.group), "*"))
+            self.subscriptions.setdefault(retry_topic(self.group), build_subscription(retry_topic(self.group), SUB_ALL))
         instance = await ClientInstance.acquire(self.config)
         try:
             instance.register_consumer(self)
@@ -206,7 +206,7 @@ class PushConsumer:
             "consumeType": "CONSUME_PASSIVELY",
             "groupName": self.group,
             "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [sd.to_json() for sd in self.subscriptions.values()],
+            "subscriptionDataSet": [sd.to_json_dict() for sd in self.subscriptions.values()],
             "unitMode": False,
         }
 
@@ -285,7 +285,7 @@ class PushConsumer:
 
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue[Any], offset: int) -> None:
         cfg = self.config
-        sd = self.subscriptions.get(mq.topic) or SubscriptionData.build(mq.topic, "*")
+        sd = self.subscriptions.get(mq.topic) or build_subscription(mq.topic, SUB_ALL)
         if self.clustering:
             # The offset reached so far, so that the broker can store it with the pull (commit flag).
             self.offset_store.update_offset(mq, offset, True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import zlib
 
 from orbitmq.client.message import Message
+from orbitmq.client.message_selector import subscription_data
 from orbitmq.client.offset_reset import parse_reset_body
 from orbitmq.client.producer import Producer
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.routes import TopicRouteData, publish_queues, subscribe_queues
-from orbitmq.client.subscription import SubscriptionData
 from orbitmq.common.message import Message as CommonMessage
 from orbitmq.common.properties import decode_properties
 
@@ -44,14 +44,13 @@ def test_order_topic_conf_alone_defines_publish_queues() -> None:
 
 
 def test_subscription_data_matches_the_heartbeat_example() -> None:
-    sd = SubscriptionData.build("T", "TagA || TagB", )
-    sd.sub_version = 1700000000000
-    assert sd.to_json() == {
+    sd = subscription_data("T", "TagA || TagB", sub_version=1700000000000)
+    assert sd.to_json_dict() == {
         "classFilterMode": False, "codeSet": [2598919, 2598920], "expressionType": "TAG",
         "subString": "TagA || TagB", "subVersion": 1700000000000, "tagsSet": ["TagA", "TagB"], "topic": "T",
     }
-    assert SubscriptionData.build("T", " * ").matches_all
-    assert sd.accepts_tag("TagB") and not sd.accepts_tag("TagC") and not sd.accepts_tag(None)
+    assert subscription_data("T", " * ").is_all
+    assert sd.matches_tag("TagB") and not sd.matches_tag("TagC") and not sd.matches_tag(None)
 
 
 def test_single_send_uses_the_compact_v2_header() -> None:
