@@ -1,4 +1,8 @@
-"""One real `orbitmq dev` (NameServer + broker) per test module, stopped by PID."""
+"""One real `orbitmq dev` (NameServer + broker) per test module, stopped by PID.
+
+Transactions are checked every half second and a half message after one, so
+the broker's CHECK_TRANSACTION_STATE arrives in test time.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from dataclasses import dataclass
 import pytest
 
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
+
+BROKER_CONF = "transactionCheckInterval=500\ntransactionTimeOut=1000\n"
 
 
 @dataclass(frozen=True)
@@ -20,9 +26,11 @@ class Dev:
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dev]:
     store = tmp_path_factory.mktemp("conformance")
+    conf = store / "broker.conf"
+    conf.write_text(BROKER_CONF)
     server = start_server(
         orbitmq_command("dev", "--store", str(store), "--namesrv-port", "0", "--broker-port", "0",
-                        "--host", "127.0.0.1"),
+                        "--host", "127.0.0.1", "-c", str(conf)),
         listeners=2,
     )
     try:

@@ -21,7 +21,14 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conformance.conftest import Dev
-from tests.conformance.wire import Conn, Reply, decode_records, encode_properties, fastjson_loads
+from tests.conformance.wire import (
+    Conn,
+    Reply,
+    decode_records,
+    encode_properties,
+    fastjson_loads,
+    java_response,
+)
 from tests.support.procs import eventually
 
 UPDATE_AND_CREATE_TOPIC = 17
@@ -229,9 +236,7 @@ class FakeJavaClient:
             return
 
     def respond(self, request: Reply, body: bytes) -> None:
-        header = json.dumps({"code": 0, "extFields": {}, "flag": 1, "language": "JAVA", "opaque": request.opaque,
-                             "serializeTypeCurrentRPC": "JSON", "version": 407}).encode()
-        self.conn.sock.sendall(struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body)
+        self.conn.sock.sendall(java_response(request.opaque, body=body))
 
     def close(self) -> None:
         self.conn.close()

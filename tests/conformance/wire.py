@@ -40,6 +40,14 @@ def java_frame(code: int, ext: dict[str, str] | None, body: bytes, opaque: int, 
     return struct.pack(">ii", 4 + len(raw) + len(body), len(raw)) + raw + body
 
 
+def java_response(opaque: int, code: int = 0, body: bytes = b"") -> bytes:
+    """A Java client's answer to a request the broker sent it (flag marks a response)."""
+    header = {"code": code, "extFields": {}, "flag": 1, "language": "JAVA", "opaque": opaque,
+              "serializeTypeCurrentRPC": "JSON", "version": JAVA_VERSION}
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    return struct.pack(">ii", 4 + len(raw) + len(body), len(raw)) + raw + body
+
+
 def go_frame(code: int, ext: dict[str, str] | None, body: bytes, opaque: int) -> bytes:
     """A request as rocketmq-client-go's jsonCodec writes it (field order of its struct)."""
     header = {
