@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-import orjson
-
-from orbitmq.client.offset_store import decode_offset_table
+from orbitmq.client.offset_store import queue_offsets
 from orbitmq.client.queue import MessageQueue
+from orbitmq.common.jsonbody import ObjectKeyMap, loads
 
 
 def parse_reset_body(body: bytes) -> dict[MessageQueue, int]:
-    """ResetOffsetBody (object-keyed map) or ResetOffsetBodyForC (list of entries)."""
-    text = body.decode("utf-8", "replace")
+    """ResetOffsetBody (object-keyed map) or ResetOffsetBodyForC (list of entries); {} when unreadable."""
     try:
-        table = decode_offset_table(text)
-        if table:
-            return table
+        obj = loads(body)
     except ValueError:
-        pass
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
         return {}
     entries = obj.get("offsetTable") if isinstance(obj, dict) else None
-    if not isinstance(entries, list):
+    # An ObjectKeyMap is a list of pairs, so tell it apart from ResetOffsetBodyForC's list first.
+    if isinstance(entries, list) and not isinstance(entries, ObjectKeyMap):
+        return {
+            MessageQueue(str(e["topic"]), str(e["brokerName"]), int(e["queueId"])): int(e["offset"])
+            for e in entries
+            if isinstance(e, dict) and {"topic", "brokerName", "queueId", "offset"} <= set(e)
+        }
+    try:
+        return queue_offsets(entries)
+    except ValueError:
         return {}
-    return {
-        MessageQueue(str(e["topic"]), str(e["brokerName"]), int(e["queueId"])): int(e["offset"])
-        for e in entries
-        if isinstance(e, dict) and {"topic", "brokerName", "queueId", "offset"} <= set(e)
-    }

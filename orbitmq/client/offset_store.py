@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 import logging
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
 from orbitmq.client.queue import MessageQueue
+from orbitmq.common.jsonbody import ObjectKeyMap, dumps_legacy, loads, object_key_items
 from orbitmq.errors import BrokerError, QueryNotFound
 
 log = logging.getLogger(__name__)
@@ -121,24 +120,31 @@ class RemoteOffsetStore(_MemoryTable):
             log.warning("cannot push offset %d of %s for %s: %s", offset, mq, self.group, exc)
 
 
-_ENTRY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(-?\d+),"topic":"([^"]*)"\}:(-?\d+)')
-
-
 def encode_offset_table(table: dict[MessageQueue, int]) -> str:
-    """The fastjson OffsetSerializeWrapper form Java's LocalFileOffsetStore writes."""
-    entries = ",".join(
-        json.dumps(mq.to_json(), separators=(",", ":"), sort_keys=True, ensure_ascii=False) + f":{offset}"
-        for mq, offset in sorted(table.items())
-    )
-    return '{"offsetTable":{' + entries + "}}"
+    """The fastjson OffsetSerializeWrapper form Java's LocalFileOffsetStore writes (queues in sorted order)."""
+    entries = ObjectKeyMap((mq.to_json(), offset) for mq, offset in sorted(table.items()))
+    return dumps_legacy({"offsetTable": entries}).decode("utf-8")
 
 
-def decode_offset_table(text: str) -> dict[MessageQueue, int]:
-    """Read what `encode_offset_table` (or Java) wrote; topic and broker names hold no quotes."""
-    compact = re.sub(r"\s+", "", text)
-    if not compact.startswith('{"offsetTable":{'):
+def decode_offset_table(text: str | bytes) -> dict[MessageQueue, int]:
+    """Read an OffsetSerializeWrapper (what `encode_offset_table` or Java wrote, compact or pretty).
+
+    Raises ValueError when the text is not such a wrapper or an entry is malformed.
+    """
+    obj = loads(text)
+    if not isinstance(obj, dict) or "offsetTable" not in obj:
         raise ValueError("not an offset table")
-    return {MessageQueue(t, b, int(q)): int(o) for b, q, t, o in _ENTRY.findall(compact)}
+    return queue_offsets(obj["offsetTable"])
+
+
+def queue_offsets(value: object) -> dict[MessageQueue, int]:
+    """A MessageQueue-keyed map of offsets as `jsonbody.loads` returns it. Raises ValueError when malformed."""
+    if value is not None and not isinstance(value, (ObjectKeyMap, dict)):
+        raise ValueError(f"an offset table is an object, not {type(value).__name__}")
+    try:
+        return {MessageQueue.from_json(key): int(offset) for key, offset in object_key_items(value)}
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed offset table entry: {exc}") from exc
 
 
 def default_offsets_dir() -> Path:

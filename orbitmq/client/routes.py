@@ -6,32 +6,17 @@ asks here which queues a producer may write and a consumer may read.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any
-
-import orjson
 
 from orbitmq.client.fault import QueueRoundRobin
 from orbitmq.client.queue import MessageQueue
+from orbitmq.common.jsonbody import int_keys, loads
 from orbitmq.errors import ClientError
 
 PERM_READ = 4
 PERM_WRITE = 2
 PERM_INHERIT = 1
 MASTER_ID = 0
-
-# fastjson writes maps with numeric keys unquoted ({0:"addr"}); quote them for a strict parser.
-# Route and cluster bodies hold only names and addresses, which cannot contain "{" or "," before digits.
-_BARE_NUMERIC_KEY = re.compile(rb'([{,])\s*(-?\d+)\s*:')
-
-
-def loads_fastjson(data: bytes) -> Any:
-    """Parse a route or cluster body, also in fastjson's legacy form with bare numeric keys."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return orjson.loads(_BARE_NUMERIC_KEY.sub(rb'\1"\2":', data))
 
 
 @dataclass(frozen=True)
@@ -68,8 +53,9 @@ class TopicRouteData:
 
     @classmethod
     def parse(cls, body: bytes) -> TopicRouteData:
-        obj = loads_fastjson(body)
         try:
+            # Standard JSON or fastjson's legacy form ({0:"addr"} with bare numeric keys).
+            obj = loads(body)
             queues = tuple(
                 QueueData(
                     str(q["brokerName"]),
@@ -84,7 +70,7 @@ class TopicRouteData:
                 BrokerData(
                     str(b.get("cluster", "")),
                     str(b["brokerName"]),
-                    {int(k): str(v) for k, v in (b.get("brokerAddrs") or {}).items()},
+                    {k: str(v) for k, v in int_keys(b.get("brokerAddrs") or {}).items()},
                 )
                 for b in obj.get("brokerDatas") or []
             )
