@@ -1,7 +1,8 @@
 """One real `orbitmq dev` (NameServer + broker) per test module, stopped by PID.
 
 Transactions are checked every half second and a half message after one, so
-the broker's CHECK_TRANSACTION_STATE arrives in test time.
+the broker's CHECK_TRANSACTION_STATE arrives in test time; SQL92 filtering is
+enabled so a Java consumer's CHECK_CLIENT_CONFIG and SQL92 pulls can be replayed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
 
-BROKER_CONF = "transactionCheckInterval=500\ntransactionTimeOut=1000\n"
+BROKER_CONF = "transactionCheckInterval=500\ntransactionTimeOut=1000\nenablePropertyFilter=true\n"
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,11 @@ UNLOCK_BATCH_MQ = 42
 GET_MAX_OFFSET = 30
 PULL_NOT_FOUND = 19
 PULL_OFFSET_MOVED = 21
+SUBSCRIPTION_PARSE_FAILED = 23
+SUBSCRIPTION_NOT_EXIST = 24
+SUBSCRIPTION_NOT_LATEST = 25
+UNREGISTER_CLIENT = 35
+CHECK_CLIENT_CONFIG = 46
 
 TOPIC = "ConfConsume"
 GROUP = "CG_conformance"
@@ -172,9 +177,84 @@ def test_send_back_is_accepted_with_the_header_the_java_consumer_builds(consumer
         "originMsgId": first.properties["UNIQ_KEY"], "originTopic": TOPIC, "unitMode": "false",
         "maxReconsumeTimes": "16"})
     assert reply.code == 0, reply.remark
-    retry = consumer.java(GET_MAX_OFFSET, {"topic": "SCHEDULE_TOPIC_XXXX", "queueId": "2"})
     # Delay level 0 from the client means 3 + reconsumeTimes on the broker: schedule queue 2.
-    assert retry.code == 0 and int(retry.ext["offset"]) >= 1
+    delayed = consumer.java(PULL_MESSAGE, {
+        "consumerGroup": "CG_inspect", "topic": "SCHEDULE_TOPIC_XXXX", "queueId": "2", "queueOffset": "0",
+        "maxMsgNums": "1", "sysFlag": str(FLAG_SUBSCRIPTION), "commitOffset": "0", "suspendTimeoutMillis": "0",
+        "subscription": "*", "subVersion": "0", "expressionType": "TAG"})
+    assert delayed.code == 0, delayed.remark
+    (copy,) = decode_records(delayed.body)
+    # What the consumer gets back from %RETRY%: resetRetryAndNamespace restores the topic from
+    # RETRY_TOPIC; ORIGIN_MESSAGE_ID, the unique key and the body survive; reconsumeTimes counts up.
+    assert copy.properties["REAL_TOPIC"] == f"%RETRY%{GROUP}" and copy.properties["REAL_QID"] == "0"
+    assert copy.properties["DELAY"] == "3"
+    assert copy.properties["RETRY_TOPIC"] == TOPIC
+    assert copy.properties["ORIGIN_MESSAGE_ID"] in (first.msg_id, first.properties["UNIQ_KEY"])
+    assert copy.properties["UNIQ_KEY"] == first.properties["UNIQ_KEY"]
+    assert copy.reconsume_times == first.reconsume_times + 1 and copy.body == first.body
+
+
+def test_the_default_java_pull_relies_on_the_heartbeat_subscription(consumer: Conn) -> None:
+    # postSubscriptionWhenPull=false: no subscription flag and no expression, only the subVersion.
+    header = pull_header(0, 0, FLAG_SUSPEND)
+    del header["subscription"]
+    reply = consumer.java(PULL_MESSAGE, header)
+    assert reply.code == 0, reply.remark
+    assert [r.properties["TAGS"] for r in decode_records(reply.body)] == ["TagA", "TagB", "TagA"]
+    newer = consumer.java(PULL_MESSAGE, dict(header, subVersion="1800000000000"))
+    assert newer.code == SUBSCRIPTION_NOT_LATEST
+    unknown = consumer.java(PULL_MESSAGE, dict(header, consumerGroup="CG_never_heartbeated"))
+    assert unknown.code == SUBSCRIPTION_NOT_EXIST and unknown.remark
+
+
+def test_a_oneway_unlock_gets_no_response_and_the_connection_stays_in_step(consumer: Conn) -> None:
+    body = json.dumps({"clientId": "127.0.0.1@1001#1", "consumerGroup": GROUP,
+                       "mqSet": [{"brokerName": "broker-a", "queueId": 3, "topic": TOPIC}]}).encode()
+    consumer.unsolicited.clear()
+    consumer.java_oneway(UNLOCK_BATCH_MQ, None, body)
+    reply = consumer.java(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": GROUP})
+    assert reply.code == 0
+    assert not [r for r in consumer.unsolicited if r.flag & 1], "a oneway request was answered"
+
+
+def test_an_sql92_subscription_is_checked_then_filters_pulls(dev: Dev) -> None:
+    sub = {"classFilterMode": False, "codeSet": [], "expressionType": "SQL92", "subString": "n > 1",
+           "subVersion": 1700000000000, "tagsSet": [], "topic": "ConfSql"}
+    with Conn(dev.broker) as conn:
+        for n in range(4):
+            props = {"UNIQ_KEY": f"S{n}", "n": str(n)}
+            header = {"a": "PG", "b": "ConfSql", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+                      "g": str(int(time.time() * 1000)), "h": "0", "i": encode_properties(props), "j": "0",
+                      "k": "false", "m": "false"}
+            assert conn.java(SEND_MESSAGE_V2, header, b"s").code == 0
+        # DefaultMQPushConsumerImpl.checkClientInBroker before start.
+        check = {"clientId": "127.0.0.1@4004#4", "group": "CG_sql", "subscriptionData": sub}
+        assert conn.java(CHECK_CLIENT_CONFIG, None, json.dumps(check).encode()).code == 0
+        bad = dict(check, subscriptionData=dict(sub, subString="n >"))
+        refused = conn.java(CHECK_CLIENT_CONFIG, None, json.dumps(bad).encode())
+        assert refused.code == SUBSCRIPTION_PARSE_FAILED and refused.remark
+        body = json.dumps({"clientID": "127.0.0.1@4004#4", "producerDataSet": [], "consumerDataSet": [{
+            "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "consumeType": "CONSUME_PASSIVELY",
+            "groupName": "CG_sql", "messageModel": "CLUSTERING", "unitMode": False,
+            "subscriptionDataSet": [sub]}]}).encode()
+        assert conn.java(HEART_BEAT, None, body).code == 0
+        reply = conn.java(PULL_MESSAGE, {
+            "consumerGroup": "CG_sql", "topic": "ConfSql", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32",
+            "sysFlag": str(FLAG_SUSPEND | FLAG_SUBSCRIPTION), "commitOffset": "0", "suspendTimeoutMillis": "0",
+            "subscription": "n > 1", "subVersion": "1700000000000", "expressionType": "SQL92"})
+    assert reply.code == 0, reply.remark
+    assert [r.properties["n"] for r in decode_records(reply.body)] == ["2", "3"]
+
+
+def test_unregister_client_removes_it_from_its_group(dev: Dev) -> None:
+    with Conn(dev.broker) as conn:
+        assert conn.java(HEART_BEAT, None, heartbeat("127.0.0.1@6006#6").replace(
+            GROUP.encode(), b"CG_leaving")).code == 0
+        # MQClientAPIImpl.unregisterClient on shutdown: clientID, producerGroup, consumerGroup.
+        gone = conn.java(UNREGISTER_CLIENT, {"clientID": "127.0.0.1@6006#6", "consumerGroup": "CG_leaving"})
+        assert gone.code == 0
+        after = conn.java(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "CG_leaving"})
+    assert after.code != 0 or fastjson_loads(after.body)["consumerIdList"] == []
 
 
 def test_a_second_member_makes_the_broker_notify_the_first(dev: Dev, consumer: Conn) -> None:
