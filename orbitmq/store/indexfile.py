@@ -27,6 +27,7 @@ Files are named by their creation time, ``yyyyMMddHHmmssSSS`` in local time.
 
 from __future__ import annotations
 
+import asyncio
 import mmap
 import os
 import struct
@@ -350,6 +351,14 @@ class IndexService:
     which is the only writer; `flush` (blocking msync) may run in a worker
     thread and only reads what the loop writes.
 
+    Deferred writing: on a running loop `put` queues the keys and one
+    callback at the end of the loop turn writes them all, so sends are
+    answered before their keys are hashed. Queries, truncation, cleaning,
+    `close` and the `index_last_update_*` figures write the queue first.
+    `flush` does not (it runs in a thread); it covers what is written, and
+    its end timestamp says exactly that, so the checkpoint never vouches for
+    queued keys.
+
     Keys: ``topic#UNIQ_KEY`` and ``topic#key`` for each space-separated key
     of KEYS; rollback records are not indexed. Crash recovery truncates: after
     the CommitLog is recovered, the store calls `truncate_from(end_offset)`,
@@ -380,6 +389,9 @@ class IndexService:
         self._flush_lock = threading.Lock()
         #: "topic#" by topic, so the append path builds no string per key.
         self._prefixes: dict[str, str] = {}
+        #: (topic, keys, uniq_key, phy_offset, store_timestamp) put but not yet written (see `put`).
+        self._pending: list[tuple[str, str, str, int, int]] = []
+        self._closed = False
 
     def load(self) -> None:
         """Map the index files already in the directory, oldest first. Blocking (call once at start)."""
@@ -396,25 +408,50 @@ class IndexService:
             self.put(req.topic, req.keys, req.uniq_key, req.commit_log_offset, req.store_timestamp, req.sys_flag)
 
     def put(self, topic: str, keys: str, uniq_key: str, phy_offset: int, store_timestamp: int, sys_flag: int) -> None:
-        """Index one record's UNIQ_KEY and KEYS under ``topic#key``."""
+        """Index one record's UNIQ_KEY and KEYS under ``topic#key``.
+
+        On an event loop the keys are written at the end of the loop turn
+        (after the turn's responses left); every read of the index writes
+        what is pending first, so a query never misses an acknowledged
+        message. Without a running loop (recovery in a worker thread) they
+        are written at once.
+        """
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE or not (keys or uniq_key):
             return
+        pending = self._pending
+        pending.append((topic, keys, uniq_key, phy_offset, store_timestamp))
+        if len(pending) == 1:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._drain()
+                return
+            loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        """Write the pending keys, in CommitLog order."""
+        pending = self._pending
+        if not pending or self._closed:
+            return
+        self._pending = []
         files = self.files
         f = files[-1] if files else self._roll()
-        if phy_offset < f.end_phy_offset:
-            return  # replayed during recovery: already indexed
-        prefix = self._prefixes.get(topic)
-        if prefix is None:
-            if len(self._prefixes) >= 4096:
-                self._prefixes.clear()
-            prefix = self._prefixes[topic] = topic + "#"
-        if uniq_key and not f.put_hash(index_key_hash(uniq_key, prefix), phy_offset, store_timestamp):
-            f = self._roll()
-            f.put_hash(index_key_hash(uniq_key, prefix), phy_offset, store_timestamp)
-        if keys:
-            for key in keys.split(KEY_SEPARATOR):
-                if key:
-                    f = self._put(f, index_key_hash(key, prefix), phy_offset, store_timestamp)
+        prefixes = self._prefixes
+        for topic, keys, uniq_key, phy_offset, store_timestamp in pending:
+            if phy_offset < f.end_phy_offset:
+                continue  # replayed during recovery: already indexed
+            prefix = prefixes.get(topic)
+            if prefix is None:
+                if len(prefixes) >= 4096:
+                    prefixes.clear()
+                prefix = prefixes[topic] = topic + "#"
+            if uniq_key and not f.put_hash(index_key_hash(uniq_key, prefix), phy_offset, store_timestamp):
+                f = self._roll()
+                f.put_hash(index_key_hash(uniq_key, prefix), phy_offset, store_timestamp)
+            if keys:
+                for key in keys.split(KEY_SEPARATOR):
+                    if key:
+                        f = self._put(f, index_key_hash(key, prefix), phy_offset, store_timestamp)
 
     def _put(self, f: IndexFile, key_hash: int, phy_offset: int, store_timestamp: int) -> IndexFile:
         if not f.put_hash(key_hash, phy_offset, store_timestamp):
@@ -453,6 +490,7 @@ class IndexService:
         `begin_ts`. Offsets are newest first within a file, without
         duplicates; hash collisions can add offsets of other keys.
         """
+        self._drain()
         max_num = min(max_num, self.max_msgs_num_batch)
         found: list[int] = []
         last_ts = last_phy = 0
@@ -470,10 +508,12 @@ class IndexService:
 
     @property
     def index_last_update_timestamp(self) -> int:
+        self._drain()
         return self.files[-1].end_timestamp if self.files else 0
 
     @property
     def index_last_update_phyoffset(self) -> int:
+        self._drain()
         return self.files[-1].end_phy_offset if self.files else 0
 
     # --- recovery and cleaning ------------------------------------------------------
@@ -486,6 +526,7 @@ class IndexService:
         first entry is at or past `phy_offset` are deleted; the newest file
         with older entries loses its tail, and the walk stops there.
         """
+        self._drain()
         removed = 0
         while self.files:
             f = self.files[-1]
@@ -502,6 +543,7 @@ class IndexService:
 
         Returns how many files were deleted.
         """
+        self._drain()
         deleted = 0
         for f in list(self.files[:-1]):
             if f.end_phy_offset >= min_commit_log_offset:
@@ -536,7 +578,9 @@ class IndexService:
         return covered
 
     def close(self) -> None:
-        """Flush and unmap every file."""
+        """Write what is pending, flush and unmap every file (on the loop)."""
+        self._drain()
+        self._closed = True
         self.flush()
         for f in self.files:
             f.close()
@@ -544,5 +588,6 @@ class IndexService:
 
     def destroy(self) -> None:
         """Delete every index file (used when the whole store is wiped)."""
+        self._pending = []
         for f in list(self.files):
             self._drop(f)
