@@ -231,6 +231,8 @@ MESSAGE_MAGIC_CODE = -626843481
 BORNHOST_V6_FLAG = 1 << 4
 STOREHOSTADDRESS_V6_FLAG = 1 << 5
 COMPRESSED_FLAG = 1
+COMPRESSION_ZLIB_TYPE = 0x3 << 8
+COMPRESSION_TYPE_COMPARATOR = 0x7 << 8
 
 
 @dataclass
@@ -298,6 +300,9 @@ def decode_records(buf: bytes, *, check_crc: bool = True) -> list[DecodedMessage
         if check_crc:
             assert zlib.crc32(body) & 0x7FFFFFFF == crc, f"body CRC of the record at {start} does not match"
         if sys_flag & COMPRESSED_FLAG:
+            # CompressionType.findByValue: 0 (older clients) and 3 are ZLIB.
+            kind = (sys_flag & COMPRESSION_TYPE_COMPARATOR) >> 8
+            assert kind in (0, 3), f"record at {start} is compressed with type {kind}"
             body = zlib.decompress(body)
         topic_len = buf[pos]
         topic = buf[pos + 1 : pos + 1 + topic_len].decode()
