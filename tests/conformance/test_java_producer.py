@@ -132,10 +132,22 @@ def test_a_v2_send_answers_every_field_processSendResponse_reads(dev: Dev) -> No
 
 def test_a_send_with_the_binary_rocketmq_header_is_answered_in_the_binary_header(dev: Dev) -> None:
     # The Java benchmark tools run with -Drocketmq.serialize.type=ROCKETMQ.
-    with Conn(dev.broker) as broker:
+    with Conn(dev.broker) as broker, Conn(dev.namesrv) as ns:
+        heartbeat = json.dumps({"clientID": "127.0.0.1@bin", "producerDataSet": [{"groupName": "PG"}],
+                                "consumerDataSet": []}).encode()
+        beat = broker.binary(HEART_BEAT, None, heartbeat)
         reply = broker.binary(SEND_MESSAGE_V2, v2_header("TBW102", 1, {"UNIQ_KEY": "BIN1"}, b="ConfSendBin"),
                               b"binary body")
-        route = Conn(dev.namesrv).binary(GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+        route = ns.binary(GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+        # An empty value is written with length 0 (e.g. an empty subscription string).
+        pulled = broker.binary(PULL_MESSAGE, {
+            "consumerGroup": "CG_bin", "topic": "ConfSendBin", "queueId": "1", "queueOffset": "0",
+            "maxMsgNums": "32", "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0",
+            "subscription": "", "subVersion": "0", "expressionType": "TAG"})
+    assert beat.serialize_type == 1 and beat.code == 0 and beat.version >= 232
+    assert pulled.serialize_type == 1 and pulled.code == 0, pulled.remark
+    assert int(pulled.ext["nextBeginOffset"]) == 1
+    assert [r.body for r in decode_records(pulled.body)] == [b"binary body"]
     assert reply.serialize_type == 1 and reply.code == 0, reply.remark
     assert reply.flag & 1
     assert set(reply.ext) >= {"msgId", "queueId", "queueOffset", "MSG_REGION", "TRACE_ON"}
