@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,8 +68,16 @@ class BrokerConfig:
     msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     trace_on: bool = True
     region_id: str = "DefaultRegion"
-    #: ACL (plain access validator) is a later issue; turning it on is refused, not ignored.
+    #: RocketMQ 4.x plain ACL: every request is checked against aclConfigPath (broker/acl/).
     acl_enable: bool = False
+    #: plain_acl.yml (RocketMQ reads ROCKETMQ_HOME/conf/plain_acl.yml). Empty means
+    #: <storePathRootDir>/conf/plain_acl.yml; a relative path is taken from the working directory.
+    acl_config_path: str = ""
+    #: VIP ("fast") channel: RocketMQ also serves every code but PULL_MESSAGE on listenPort - 2.
+    #: -1 means listenPort - 2 (off when listenPort is 0); 0 an ephemeral port; else that port.
+    fast_listen_port: int = -1
+    #: Set false to run without the VIP channel.
+    fast_channel_enable: bool = True
     #: A send decoded longer ago than this is answered SYSTEM_BUSY (RocketMQ's fast failure).
     wait_time_mills_in_send_queue: int = 200
     long_polling_enable: bool = True
@@ -122,6 +131,22 @@ class BrokerConfig:
         return f"{self.advertised_ip}:{self.listen_port}"
 
     @property
+    def acl_file(self) -> str:
+        """Where plain_acl.yml is read and written (see acl_config_path)."""
+        if self.acl_config_path:
+            return os.path.abspath(os.path.expanduser(self.acl_config_path))
+        return os.path.join(self.store.root_dir, "conf", "plain_acl.yml")
+
+    @property
+    def fast_port(self) -> int | None:
+        """The port of the VIP channel to bind (0: any), or None for no VIP channel."""
+        if not self.fast_channel_enable:
+            return None
+        if self.fast_listen_port >= 0:
+            return self.fast_listen_port
+        return self.listen_port - 2 if self.listen_port > 2 else None
+
+    @property
     def ha_server_addr(self) -> str:
         return f"{self.broker_ip2 or self.advertised_ip}:{self.listen_port + 1}"
 
@@ -148,6 +173,10 @@ class BrokerConfig:
         if store_props:
             key = next(iter(store_props))
             raise ConfigError(f"{key} is a store setting and cannot change while the broker runs")
+        for name in _RESTART_ONLY:
+            if name in broker_values and broker_values[name] != getattr(self, name):
+                # Turning ACL off over the wire would let a request lift its own check.
+                raise ConfigError(f"{_FIELD_TO_KEY[name]} needs a broker restart to change")
         updated = dataclasses.replace(self, **broker_values)
         updated.validate()
         return updated
@@ -161,8 +190,8 @@ class BrokerConfig:
         parse_delay_levels(self.message_delay_level)
         if self.timer_max_delay_sec <= 0:
             raise ConfigError("timerMaxDelaySec must be positive")
-        if self.acl_enable:
-            raise ConfigError("aclEnable=true: ACL is not supported by this broker yet")
+        if not -1 <= self.fast_listen_port <= 65535:
+            raise ConfigError(f"fastListenPort {self.fast_listen_port} is not a TCP port (or -1)")
         if not 0 <= self.listen_port <= 65535:
             raise ConfigError(f"listenPort {self.listen_port} is not a TCP port")
         if self.broker_id < 0:
@@ -198,6 +227,9 @@ class BrokerConfig:
 
 
 # --- key tables --------------------------------------------------------------
+
+#: Keys UPDATE_BROKER_CONFIG may not change: they shape listeners and the ACL check.
+_RESTART_ONLY = ("acl_enable", "acl_config_path", "fast_listen_port", "fast_channel_enable", "listen_port")
 
 #: RocketMQ property names whose Python name is not a plain camelCase conversion.
 _SPECIAL_KEYS: dict[str, str] = {

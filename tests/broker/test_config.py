@@ -58,9 +58,11 @@ def test_a_malformed_value_is_an_error_that_names_the_key() -> None:
         BrokerConfig.from_properties({"namesrvAddr": "nohostport"})
 
 
-def test_turning_on_acl_is_refused_rather_than_ignored() -> None:
+def test_acl_can_be_turned_on_in_broker_conf_but_not_over_the_wire() -> None:
+    config = BrokerConfig.from_properties({"aclEnable": "true", "aclConfigPath": "conf/acl.yml"})
+    assert config.acl_enable and config.acl_file.endswith("acl.yml")
     with pytest.raises(ConfigError, match="aclEnable"):
-        BrokerConfig.from_properties({"aclEnable": "true"})
+        config.with_properties({"aclEnable": "false"})
 
 
 def test_runtime_updates_change_broker_keys_but_not_store_keys() -> None:
