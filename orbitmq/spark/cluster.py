@@ -22,18 +22,27 @@ from enum import Enum
 from types import TracebackType
 from typing import Self
 
-from orbitmq.common import jsonbody
+from orbitmq.client.routes import PERM_READ, PERM_WRITE, TopicRouteData
 from orbitmq.errors import BrokerError, ClientError, ConnectError, NoRouteError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import Body, RemotingCommand
+from orbitmq.remoting.header_base import CommandHeader
+from orbitmq.remoting.headers import (
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetRouteInfoRequestHeader,
+    PullMessageRequestHeader,
+    SearchOffsetRequestHeader,
+    SendMessageRequestHeaderV2,
+    UpdateConsumerOffsetRequestHeader,
+)
 from orbitmq.remoting.loop import loop_factory
 from orbitmq.remoting.transport import RemotingClient
 from orbitmq.spark.acl import sign
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.spark.options import ConnectionOptions
 
-PERM_WRITE = 0x2
-PERM_READ = 0x4
 PULL_FLAG_SUBSCRIPTION = 0x4  # the broker builds the subscription from this request
 DEFAULT_TOPIC = "TBW102"  # RocketMQ's auto-create template topic, sent in every send header
 
@@ -65,26 +74,22 @@ class TopicRoute:
 
 
 def parse_route(topic: str, body: bytes) -> TopicRoute:
-    """Read a TopicRouteData body (protocol reference 4.2), in fastjson or standard form."""
-    data = jsonbody.loads(body)
-    if not isinstance(data, dict):
-        raise ClientError(f"route of {topic} is not a JSON object")
-    masters: dict[str, str] = {}
-    for broker in data.get("brokerDatas") or []:
-        addrs = jsonbody.int_keys(broker.get("brokerAddrs") or {})
-        if 0 in addrs:
-            masters[str(broker["brokerName"])] = str(addrs[0])
+    """Read a TopicRouteData body (protocol reference 4.2), in fastjson or standard form.
+
+    Only brokers with a registered master count: the connector reads and
+    writes masters alone. Raises ClientError for a malformed body.
+    """
+    route = TopicRouteData.parse(body)
+    masters = {b.broker_name: addr for b in route.broker_datas if (addr := b.master_addr()) is not None}
     reads: list[QueueRef] = []
     writes: list[QueueRef] = []
-    for qd in data.get("queueDatas") or []:
-        name = str(qd["brokerName"])
-        if name not in masters:
+    for qd in route.queue_datas:
+        if qd.broker_name not in masters:
             continue  # no master registered: neither readable here nor writable
-        perm = int(qd.get("perm", 6))
-        if perm & PERM_READ:
-            reads += [QueueRef(topic, name, i) for i in range(int(qd.get("readQueueNums", 0)))]
-        if perm & PERM_WRITE:
-            writes += [QueueRef(topic, name, i) for i in range(int(qd.get("writeQueueNums", 0)))]
+        if qd.perm & PERM_READ:
+            reads += [QueueRef(topic, qd.broker_name, i) for i in range(qd.read_queue_nums)]
+        if qd.perm & PERM_WRITE:
+            writes += [QueueRef(topic, qd.broker_name, i) for i in range(qd.write_queue_nums)]
     return TopicRoute(topic, masters, tuple(sorted(reads)), tuple(sorted(writes)))
 
 
@@ -123,13 +128,18 @@ class Cluster:
 
     # --- requests -------------------------------------------------------------
 
-    def _invoke(self, addr: str, code: int, fields: dict[str, str], body: bytes | list[bytes] | None = None,
+    def _request(self, code: int, header: CommandHeader, body: bytes | list[bytes] | None = None) -> RemotingCommand:
+        """A request with the header's fields, signed when credentials are set."""
+        cmd = RemotingCommand.request(code, header.to_ext_fields(), body)
+        if self._options.access_key and self._options.secret_key:
+            sign(cmd, self._options.access_key, self._options.secret_key)
+        return cmd
+
+    def _invoke(self, addr: str, code: int, header: CommandHeader, body: bytes | list[bytes] | None = None,
                 timeout: float | None = None) -> RemotingCommand:
         if self._closed:
             raise ClientError("cluster connection is closed")
-        cmd = RemotingCommand.request(code, fields, body)
-        if self._options.access_key and self._options.secret_key:
-            sign(cmd, self._options.access_key, self._options.secret_key)
+        cmd = self._request(code, header, body)
         wait = self._options.request_timeout_s if timeout is None else timeout
         return self._loop.run_until_complete(self._client.invoke(addr, cmd, wait))
 
@@ -141,7 +151,7 @@ class Cluster:
         for addr in self._namesrvs:
             try:
                 resp = self._invoke(addr, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                                    {"topic": topic, "acceptStandardJsonOnly": "true"})
+                                    GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True))
             except RemotingError as exc:
                 last = exc
                 continue
@@ -162,24 +172,28 @@ class Cluster:
             raise NoRouteError(f"broker {q.broker_name} of topic {q.topic} has no master in the route")
         return addr
 
-    def _offset_call(self, code: int, q: QueueRef, extra: dict[str, str] | None = None) -> int:
-        fields = {"topic": q.topic, "queueId": str(q.queue_id), "bname": q.broker_name, **(extra or {})}
-        resp = self._invoke(self._master(q), code, fields)
+    def _offset_call(self, code: int, q: QueueRef, header: CommandHeader) -> int:
+        resp = self._invoke(self._master(q), code, header)
         if resp.code != ResponseCode.SUCCESS:
             raise BrokerError.for_code(resp.code, resp.remark)
-        return int((resp.ext_fields or {})["offset"])
+        # The three offset answers share one shape: a single `offset` field.
+        return GetMaxOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset
 
     def min_offset(self, q: QueueRef) -> int:
         # A broker may answer -1 for a queue it has never written; offsets start at 0.
-        return max(0, self._offset_call(RequestCode.GET_MIN_OFFSET, q))
+        header = GetMinOffsetRequestHeader(topic=q.topic, queue_id=q.queue_id, bname=q.broker_name)
+        return max(0, self._offset_call(RequestCode.GET_MIN_OFFSET, q, header))
 
     def max_offset(self, q: QueueRef) -> int:
         """The next offset the queue will write (one past its last message)."""
-        return max(0, self._offset_call(RequestCode.GET_MAX_OFFSET, q))
+        header = GetMaxOffsetRequestHeader(topic=q.topic, queue_id=q.queue_id, bname=q.broker_name)
+        return max(0, self._offset_call(RequestCode.GET_MAX_OFFSET, q, header))
 
     def search_offset(self, q: QueueRef, timestamp_ms: int) -> int:
         """The broker's nearest offset to a store time (a hint; see positions.first_offset_at)."""
-        return self._offset_call(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, q, {"timestamp": str(timestamp_ms)})
+        header = SearchOffsetRequestHeader(topic=q.topic, queue_id=q.queue_id, timestamp=timestamp_ms,
+                                           bname=q.broker_name)
+        return self._offset_call(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, q, header)
 
     def pull(self, q: QueueRef, offset: int, max_nums: int, *, group: str, subscription: str = "*",
              expression_type: str = "TAG") -> PullResult:
@@ -198,19 +212,16 @@ class Cluster:
         if self._closed:
             raise ClientError("cluster connection is closed")
         addr = self._master(q)
-        sub_version = str(int(time.time() * 1000))
-        cmds = []
-        for offset in offsets:
-            fields = {
-                "consumerGroup": group, "topic": q.topic, "queueId": str(q.queue_id),
-                "queueOffset": str(offset), "maxMsgNums": str(max_nums), "sysFlag": str(PULL_FLAG_SUBSCRIPTION),
-                "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": subscription,
-                "subVersion": sub_version, "expressionType": expression_type, "bname": q.broker_name,
-            }
-            cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, fields)
-            if self._options.access_key and self._options.secret_key:
-                sign(cmd, self._options.access_key, self._options.secret_key)
-            cmds.append(cmd)
+        sub_version = int(time.time() * 1000)
+        cmds = [
+            self._request(RequestCode.PULL_MESSAGE, PullMessageRequestHeader(
+                consumer_group=group, topic=q.topic, queue_id=q.queue_id, queue_offset=offset,
+                max_msg_nums=max_nums, sys_flag=PULL_FLAG_SUBSCRIPTION, commit_offset=0, suspend_timeout_millis=0,
+                sub_version=sub_version, subscription=subscription, expression_type=expression_type,
+                bname=q.broker_name,
+            ))
+            for offset in offsets
+        ]
         timeout = self._options.request_timeout_s
 
         async def all_of() -> list[RemotingCommand]:
@@ -226,21 +237,20 @@ class Cluster:
         BrokerError on any answer but SUCCESS (flush or slave timeouts
         included: the caller retries, which is at-least-once).
         """
-        fields = {
-            "a": producer_group, "b": q.topic, "c": DEFAULT_TOPIC, "d": "4", "e": str(q.queue_id),
-            "f": "0", "g": str(int(time.time() * 1000)), "h": "0", "i": "WAIT\x01true", "j": "0",
-            "k": "false", "m": "true", "n": q.broker_name,
-        }
-        resp = self._invoke(self._master(q), RequestCode.SEND_BATCH_MESSAGE, fields, items, timeout)
+        header = SendMessageRequestHeaderV2(
+            a=producer_group, b=q.topic, c=DEFAULT_TOPIC, d=4, e=q.queue_id, f=0, g=int(time.time() * 1000),
+            h=0, i="WAIT\x01true", j=0, k=False, m=True, n=q.broker_name,
+        )
+        resp = self._invoke(self._master(q), RequestCode.SEND_BATCH_MESSAGE, header, items, timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise BrokerError.for_code(resp.code, resp.remark)
         return int((resp.ext_fields or {}).get("queueOffset", -1))
 
     def update_consumer_offset(self, group: str, q: QueueRef, offset: int) -> None:
         """Report a group's position for a queue (for lag tools; the source never reads it back)."""
-        fields = {"consumerGroup": group, "topic": q.topic, "queueId": str(q.queue_id),
-                  "commitOffset": str(offset), "bname": q.broker_name}
-        resp = self._invoke(self._master(q), RequestCode.UPDATE_CONSUMER_OFFSET, fields)
+        header = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=q.topic, queue_id=q.queue_id,
+                                                   commit_offset=offset, bname=q.broker_name)
+        resp = self._invoke(self._master(q), RequestCode.UPDATE_CONSUMER_OFFSET, header)
         if resp.code != ResponseCode.SUCCESS:
             raise BrokerError.for_code(resp.code, resp.remark)
 

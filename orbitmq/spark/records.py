@@ -27,7 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from orbitmq.common.properties import RESERVED_NAMES
+from orbitmq.common.properties import RESERVED_NAMES, decode_properties
+from orbitmq.common.record import (
+    BORNHOST_V6,
+    COMPRESSED,
+    COMPRESSION_TYPE_MASK,
+    MAGIC_V1,
+    MAGIC_V2,
+    STOREHOST_V6,
+)
 from orbitmq.errors import CorruptRecord
 
 if TYPE_CHECKING:
@@ -66,13 +74,6 @@ _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">H")
 _RECONSUME_AND_TX = struct.Struct(">iqi")  # RECONSUMETIMES, PREPAREDTRANSACTIONOFFSET, body length
-
-MAGIC_V1 = -626843481
-MAGIC_V2 = -626843477
-COMPRESSED = 0x1
-BORNHOST_V6 = 0x10
-STOREHOST_V6 = 0x20
-COMPRESSION_TYPE = 0x700
 
 # The properties map holds user properties only: TAGS, KEYS and UNIQ_KEY have
 # columns, and the other names RocketMQ reserves (WAIT, CLUSTER, ...) are
@@ -149,7 +150,7 @@ class Columns:
 def _body(raw: bytes, sysflag: int) -> bytes:
     if not sysflag & COMPRESSED:
         return raw
-    kind = (sysflag & COMPRESSION_TYPE) >> 8
+    kind = (sysflag & COMPRESSION_TYPE_MASK) >> 8
     if kind in (0, 3):  # 0: producers before 4.9.4 set only the COMPRESSED bit, meaning zlib
         return zlib.decompress(raw)
     raise CorruptRecord(f"message body uses compression type {kind} (LZ4/ZSTD), which this reader cannot inflate")
@@ -212,12 +213,7 @@ def decode_into(
             raw_props = bytes(buf[p + 2:p + 2 + props_len])
             host = shost
         pos += total
-        props: dict[str, str] = {}
-        if raw_props:
-            for pair in raw_props.decode("utf-8", "replace").split("\x02"):
-                name, sep, value = pair.partition("\x01")
-                if sep and name and value:
-                    props[name] = value
+        props = decode_properties(raw_props) if raw_props else {}
         tag = props.get("TAGS")
         if accept_tag is not None and not accept_tag(tag):
             continue
