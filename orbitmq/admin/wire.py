@@ -53,17 +53,11 @@ def queue_keyed(table: Any) -> list[tuple[MessageQueue, Any]]:
     if table is None:
         return []
     pairs: list[tuple[Any, Any]]
-    if isinstance(table, jsonbody.ObjectKeyMap):
-        pairs = list(table)
-    elif isinstance(table, dict):
-        pairs = []
-        for key, value in table.items():
-            if isinstance(key, str) and key.startswith("{"):
-                try:
-                    key = jsonbody.loads(key)
-                except ValueError:
-                    raise bad_body(f"queue key {key[:60]!r}") from None
-            pairs.append((key, value))
+    if isinstance(table, (jsonbody.ObjectKeyMap, dict)):
+        try:
+            pairs = jsonbody.object_key_items(table)
+        except ValueError as exc:
+            raise bad_body(f"queue key: {exc}") from None
     elif isinstance(table, list):
         # ResetOffsetBodyForC: a list of {topic, brokerName, queueId, offset}.
         pairs = [(item, item.get("offset")) for item in table if isinstance(item, dict)]
@@ -81,7 +75,12 @@ def queue_keyed(table: Any) -> list[tuple[MessageQueue, Any]]:
 
 
 def parse_properties(raw: bytes) -> dict[str, str]:
-    """`key=value` lines as Java's Properties text (what GET_BROKER_CONFIG returns); comments skipped."""
+    """`key=value` lines as GET_BROKER_CONFIG returns them; comments skipped.
+
+    Not `common.javaprops`: the broker writes these lines unescaped (Java's
+    MixAll.properties2String), so a backslash in a value is literal here, and
+    a line without '=' is a malformed answer rather than a key.
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
