@@ -195,7 +195,10 @@ class CommitLog:
         file contents (records and end-of-file blanks, possibly cut mid-record),
         so with equal file sizes they fill the same files at the same places.
         """
-        if start_offset != self.max_offset:
+        # An empty log may begin at any file boundary: a new slave starts from the
+        # master's newest file, not from offset 0.
+        fresh = self.log.last is None and start_offset % self.log.file_size == 0
+        if start_offset != self.max_offset and not fresh:
             raise AppendFailure(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 f"replicated data starts at {start_offset}, the CommitLog ends at {self.max_offset}",

@@ -111,7 +111,8 @@ class StoreConfig:
     os_page_cache_busy_timeout_mills: int = 1_000
     # Replication settings live here in RocketMQ, so broker.conf files carry them to the store
     # (the broker's replication reads them).
-    ha_listen_port: int = 10912
+    #: -1: listenPort + 1 (RocketMQ's rule), and 0 when listenPort is 0 (an ephemeral port).
+    ha_listen_port: int = -1
     ha_master_address: str = ""
     ha_send_heartbeat_interval: int = 5_000
     ha_housekeeping_interval: int = 20_000

@@ -466,7 +466,8 @@ class DefaultMessageStore:
 
     def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
         """Slave side of replication: append CommitLog bytes from the master at `start_offset`
-        (which must be `get_max_phy_offset()`), then dispatch every record now complete.
+        (which must be `get_max_phy_offset()`, or a file boundary when the log is empty), then
+        dispatch every record now complete.
 
         Returns False (nothing written) when the store is not a running slave or the offset
         does not continue the log. A record cut at the end of `data` is dispatched once the
@@ -474,6 +475,8 @@ class DefaultMessageStore:
         """
         if not self._running or self.config.broker_role is not BrokerRole.SLAVE:
             return False
+        if self.commitlog.log.last is None:
+            self._reput_offset = start_offset  # an empty slave log begins where the master starts it
         try:
             self.commitlog.append_raw(start_offset, data)
         except AppendFailure as exc:

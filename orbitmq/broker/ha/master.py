@@ -1,0 +1,203 @@
+"""Master side of replication: the HA listener that streams the CommitLog to slaves.
+
+Each slave connection has two halves. The reader takes the slave's 8-byte
+reports: the first names where to start, later ones acknowledge what the
+slave holds (they feed `AckWaiters`, which SYNC_MASTER sends wait on). The
+pusher sends the CommitLog from the start position in frames of at most
+haTransferBatchSize bytes, straight from the mapped files, and a heartbeat
+frame when nothing was sent for haSendHeartbeatInterval. A connection that
+is silent for haHousekeepingInterval, or breaks the protocol, is closed; the
+slave reconnects and resumes from its own max offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from orbitmq.broker.ha.acks import AckWaiters
+from orbitmq.broker.ha.protocol import ReportDecoder, encode_transfer_header, start_offset
+from orbitmq.errors import FrameError
+from orbitmq.store.api import MessageStore, PutMessageStatus
+
+log = logging.getLogger("orbitmq.broker.ha")
+
+#: RocketMQ's master read buffer: the most report bytes taken in one read.
+READ_CHUNK = 1 << 20
+#: Bytes queued on a connection before the pusher waits for the socket to drain.
+HIGH_WATER = 1 << 20
+
+
+@dataclass(frozen=True)
+class MasterSettings:
+    """The HA settings of a master (from the store part of broker.conf)."""
+
+    host: str
+    port: int
+    transfer_batch_size: int = 32 * 1024
+    heartbeat_interval_ms: int = 5_000
+    housekeeping_interval_ms: int = 20_000
+    slave_fallbehind_max: int = 256 * 1024 * 1024
+    commit_log_file_size: int = 1 << 30
+
+
+class HAMaster:
+    """Serves slaves on the HA port and tracks what they acknowledged.
+
+    Guarantees: bytes are sent in CommitLog order without gaps from the start
+    position; `acks.acked` only grows and never exceeds this store's max offset.
+    """
+
+    def __init__(self, store: MessageStore, settings: MasterSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.acks = AckWaiters()
+        self._server: asyncio.Server | None = None
+        self._wakers: set[asyncio.Event] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+        #: Open slave connections (RocketMQ's connectionCount).
+        self.connections = 0
+        self.address: tuple[str, int] | None = None
+
+    async def start(self) -> tuple[str, int]:
+        """Listen on the HA port; returns the bound (host, port), port 0 resolved."""
+        self.store.add_dispatch_listener(self.notify)
+        self._server = await asyncio.start_server(
+            self._serve, self.settings.host, self.settings.port, limit=READ_CHUNK
+        )
+        sock = self._server.sockets[0].getsockname()
+        self.address = (str(sock[0]), int(sock[1]))
+        return self.address
+
+    async def close(self) -> None:
+        self.acks.close()
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for task in list(self._handlers):
+            task.cancel()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
+
+    def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
+        """Store dispatch listener: new CommitLog bytes; wake idle pushers."""
+        for event in self._wakers:
+            event.set()
+
+    # --- SYNC_MASTER ----------------------------------------------------------------
+
+    def slave_ok(self) -> bool:
+        """A slave is connected and lags by less than haSlaveFallbehindMax."""
+        if self.connections <= 0:
+            return False
+        return self.store.get_max_phy_offset() - self.acks.acked < self.settings.slave_fallbehind_max
+
+    async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
+        """PUT_OK once a slave holds every byte below `end_offset`; SLAVE_NOT_AVAILABLE when
+        no slave is usable; FLUSH_SLAVE_TIMEOUT when the ack does not come in time."""
+        if self.acks.acked >= end_offset:
+            return PutMessageStatus.PUT_OK
+        if not self.slave_ok():
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        if await self.acks.wait(end_offset, timeout_s):
+            return PutMessageStatus.PUT_OK
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+
+    # --- connections -------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add(task)
+        peer = writer.get_extra_info("peername")
+        self.connections += 1
+        log.info("slave %s connected to the HA port", peer)
+        try:
+            await self._converse(reader, writer)
+        except (FrameError, ConnectionError, TimeoutError) as exc:
+            log.warning("HA connection of slave %s closed: %s", peer, exc)
+        finally:
+            self.connections -= 1
+            self._handlers.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        settings = self.settings
+        idle_s = settings.housekeeping_interval_ms / 1000
+        decoder = ReportDecoder()
+        first: int | None = None
+        while first is None:
+            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+            if not data:
+                return
+            first = decoder.feed(data)
+        master_max = self.store.get_max_phy_offset()
+        if first > master_max:
+            raise FrameError(f"slave reports offset {first}, past this master's end {master_max}")
+        begin = start_offset(first, master_max, settings.commit_log_file_size)
+        self._ack(first)
+        pusher = asyncio.ensure_future(self._push(writer, begin))
+        try:
+            while not pusher.done():
+                data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+                if not data:
+                    return
+                offset = decoder.feed(data)
+                if offset is not None:
+                    if offset > self.store.get_max_phy_offset():
+                        raise FrameError(f"slave acknowledges offset {offset}, past this master's end")
+                    self._ack(offset)
+            pusher.result()  # surfaces why the pusher stopped
+        finally:
+            pusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await pusher
+
+    def _ack(self, offset: int) -> None:
+        self.acks.ack(offset)
+
+    async def _push(self, writer: asyncio.StreamWriter, offset: int) -> None:
+        """Send the CommitLog from `offset` on, forever; heartbeats while idle."""
+        settings = self.settings
+        batch = settings.transfer_batch_size
+        heartbeat_s = settings.heartbeat_interval_ms / 1000
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+        self._wakers.add(wake)
+        last_write = loop.time()
+        try:
+            while True:
+                wake.clear()
+                sent = 0
+                while sent < HIGH_WATER:
+                    chunk = self.store.get_commit_log_data(offset)
+                    if chunk is None:
+                        break
+                    try:
+                        view = chunk.buffer
+                        n = len(view)
+                        pos = 0
+                        while pos < n and sent < HIGH_WATER:
+                            size = min(batch, n - pos)
+                            writer.write(encode_transfer_header(offset, size))
+                            writer.write(view[pos : pos + size])
+                            pos += size
+                            offset += size
+                            sent += size
+                    finally:
+                        chunk.release()  # the transport copied what it did not send at once
+                if sent:
+                    last_write = loop.time()
+                    await writer.drain()
+                    continue
+                if loop.time() - last_write >= heartbeat_s:
+                    writer.write(encode_transfer_header(offset, 0))
+                    last_write = loop.time()
+                    await writer.drain()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), max(heartbeat_s - (loop.time() - last_write), 0.01))
+        finally:
+            self._wakers.discard(wake)

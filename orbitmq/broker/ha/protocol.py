@@ -1,0 +1,126 @@
+"""The HA stream between a master and its slave, as RocketMQ 4.x speaks it (sans-IO).
+
+This is a plain TCP stream on the master's HA port, not remoting frames.
+
+Slave -> master: reports, each one big-endian long:
+
+    REPORT = ">q"   # the slave's CommitLog max offset (first: where to start; later: acks)
+
+Master -> slave: transfer frames, header then data:
+
+    TRANSFER_HEADER = (
+        ">q"    # CommitLog offset where the data starts
+        "i"     # data size N; 0 is a heartbeat naming the next offset
+    )           # followed by N raw CommitLog bytes
+
+Nothing here touches a socket or a clock: bytes go in, values come out.
+Bad input raises FrameError; the caller closes the connection.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from orbitmq.errors import FrameError
+
+REPORT = struct.Struct(">q")
+TRANSFER_HEADER = struct.Struct(
+    ">q"  # start offset
+    "i"  # data size
+)
+
+#: RocketMQ's haTransferBatchSize: most data bytes in one transfer frame.
+DEFAULT_TRANSFER_BATCH = 32 * 1024
+
+
+def encode_report(max_offset: int) -> bytes:
+    """The 8 bytes a slave sends to report (or acknowledge up to) `max_offset`."""
+    if max_offset < 0:
+        raise ValueError(f"a reported offset cannot be negative: {max_offset}")
+    return REPORT.pack(max_offset)
+
+
+def encode_transfer_header(offset: int, size: int) -> bytes:
+    """The 12-byte frame header; `size` 0 makes a heartbeat."""
+    return TRANSFER_HEADER.pack(offset, size)
+
+
+def start_offset(first_report: int, master_max_offset: int, file_size: int) -> int:
+    """Where the master starts sending after a slave's first report.
+
+    A slave with no data (report 0) gets the master's newest CommitLog file from its
+    beginning, not the whole history; any other report is continued as is.
+    """
+    if first_report == 0:
+        return master_max_offset - master_max_offset % file_size
+    return first_report
+
+
+class ReportDecoder:
+    """Master side: turns the slave's byte stream into reported offsets.
+
+    Only whole 8-byte units count; when one read holds several, the last one
+    wins (the earlier ones are older acks). A partial unit waits for its rest.
+    """
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, data: bytes) -> int | None:
+        """The newest complete report in `data` (with what was left over), or None."""
+        buf = self._pending + data if self._pending else data
+        whole = len(buf) - len(buf) % REPORT.size
+        self._pending = bytes(buf[whole:])
+        if whole == 0:
+            return None
+        (offset,) = REPORT.unpack_from(buf, whole - REPORT.size)
+        if offset < 0:
+            raise FrameError(f"HA report holds a negative offset {offset}")
+        return int(offset)
+
+
+@dataclass(frozen=True, slots=True)
+class TransferFrame:
+    """One master frame: `data` (possibly empty: a heartbeat) starts at CommitLog `offset`."""
+
+    offset: int
+    data: memoryview
+
+
+class TransferDecoder:
+    """Slave side: turns the master's byte stream into transfer frames.
+
+    The bytes of one `feed` are kept as one buffer and frames are views into
+    it, so a frame's data is never copied here; the caller appends it before
+    the next `feed`. A frame cut by the end of a read waits for its rest.
+    """
+
+    def __init__(self, max_frame_data: int) -> None:
+        #: Largest data size accepted in one frame; a bigger one means a broken stream.
+        self.max_frame_data = max_frame_data
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[TransferFrame]:
+        if self._buf:
+            self._buf += data
+            buf: bytes | bytearray = bytes(self._buf)
+            self._buf.clear()
+        else:
+            buf = data
+        view = memoryview(buf)
+        frames: list[TransferFrame] = []
+        pos = 0
+        end = len(buf)
+        head = TRANSFER_HEADER.size
+        while end - pos >= head:
+            offset, size = TRANSFER_HEADER.unpack_from(buf, pos)
+            if size < 0 or size > self.max_frame_data or offset < 0:
+                raise FrameError(f"HA transfer frame header is invalid: offset {offset}, size {size}")
+            if end - pos - head < size:
+                break
+            frames.append(TransferFrame(offset, view[pos + head : pos + head + size]))
+            pos += head + size
+        if pos < end:
+            self._buf += view[pos:]
+        return frames

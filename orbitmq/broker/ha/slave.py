@@ -1,0 +1,142 @@
+"""Slave side of replication: the HA client that copies the master's CommitLog.
+
+It connects to the master's HA address (haMasterAddress, or what the
+NameServer answered at registration), reports its own CommitLog max offset,
+and appends every frame the master sends at exactly that offset; the store
+dispatches the appended records to ConsumeQueues and the index as it does
+for local puts. After each append it reports the new max offset (the ack a
+SYNC_MASTER waits for), and at least every haSendHeartbeatInterval. A
+connection silent for haHousekeepingInterval, or a frame that does not
+continue the log, closes the connection; the client reconnects and resumes
+from its own max offset, so nothing is skipped or written twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from orbitmq.broker.ha.protocol import TransferDecoder, encode_report
+from orbitmq.errors import FrameError
+from orbitmq.store.api import MessageStore
+
+log = logging.getLogger("orbitmq.broker.ha")
+
+#: RocketMQ's slave read buffer: the most bytes taken in one read.
+READ_CHUNK = 4 << 20
+#: Pause between connection attempts while the master is unreachable (s).
+RECONNECT_DELAY_S = 1.0
+
+
+@dataclass(frozen=True)
+class SlaveSettings:
+    heartbeat_interval_ms: int = 5_000
+    housekeeping_interval_ms: int = 20_000
+    connect_timeout_s: float = 3.0
+
+
+def _split_addr(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"HA master address {addr!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+class HASlave:
+    """Keeps the local (slave) store a byte-identical prefix of the master's CommitLog."""
+
+    def __init__(self, store: MessageStore, settings: SlaveSettings, master_ha_addr: str = "") -> None:
+        self.store = store
+        self.settings = settings
+        self.master_ha_addr = master_ha_addr
+        self._task: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        #: True while a connection to the master is open.
+        self.connected = False
+
+    def set_master(self, ha_addr: str) -> None:
+        """Use `ha_addr` from now on (reconnects when it changed)."""
+        if ha_addr and ha_addr != self.master_ha_addr:
+            log.info("HA master address is now %s", ha_addr)
+            self.master_ha_addr = ha_addr
+            self._changed.set()
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            addr = self.master_ha_addr
+            if not addr:
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), RECONNECT_DELAY_S)
+                continue
+            self._changed.clear()
+            try:
+                await self._replicate(addr)
+            except (OSError, FrameError, TimeoutError, ValueError) as exc:
+                log.warning("replication from %s stopped: %s", addr, exc)
+            finally:
+                self.connected = False
+            if not self._changed.is_set():
+                await asyncio.sleep(RECONNECT_DELAY_S)
+
+    async def _replicate(self, addr: str) -> None:
+        host, port = _split_addr(addr)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, limit=READ_CHUNK), self.settings.connect_timeout_s
+        )
+        self.connected = True
+        heartbeat: asyncio.Task[None] | None = None
+        try:
+            writer.write(encode_report(self.store.get_max_phy_offset()))
+            await writer.drain()
+            log.info("replicating from master %s at offset %d", addr, self.store.get_max_phy_offset())
+            heartbeat = asyncio.ensure_future(self._heartbeat(writer))
+            await self._receive(reader, writer)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+                await asyncio.gather(heartbeat, return_exceptions=True)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _receive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        store = self.store
+        decoder = TransferDecoder(READ_CHUNK)
+        idle_s = self.settings.housekeeping_interval_ms / 1000
+        while not self._changed.is_set():
+            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+            if not data:
+                raise ConnectionError("the master closed the HA connection")
+            appended = False
+            for frame in decoder.feed(data):
+                mine = store.get_max_phy_offset()
+                # An empty slave takes whatever the master starts with (its newest file).
+                if frame.offset != mine and mine != 0:
+                    raise FrameError(f"master sent data for offset {frame.offset}, this slave ends at {mine}")
+                if not frame.data:
+                    continue
+                if not store.append_to_commit_log(frame.offset, frame.data):
+                    raise FrameError(f"the store refused replicated data at offset {frame.offset}")
+                appended = True
+            if appended:
+                writer.write(encode_report(store.get_max_phy_offset()))
+
+    async def _heartbeat(self, writer: asyncio.StreamWriter) -> None:
+        """Report the max offset every haSendHeartbeatInterval, so the master sees us alive."""
+        period = self.settings.heartbeat_interval_ms / 1000
+        while True:
+            await asyncio.sleep(period)
+            writer.write(encode_report(self.store.get_max_phy_offset()))
+            await writer.drain()
