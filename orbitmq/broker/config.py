@@ -111,6 +111,9 @@ class BrokerConfig:
     #: Checks of one half message before it is moved to TRANS_CHECK_MAX_TIME_TOPIC.
     transaction_check_max: int = 15
     store_reply_message_enable: bool = True
+    #: A slave serves pulls only when this is on; on a master it lets pulls be told to go
+    #: to the slave when the consumer lags far behind (suggestWhichBrokerId).
+    slave_read_enable: bool = False
     #: Seconds a clean shutdown waits for in-flight requests.
     shutdown_drain_seconds: float = 5.0
     store: StoreConfig = field(default_factory=StoreConfig)
@@ -148,7 +151,11 @@ class BrokerConfig:
 
     @property
     def ha_server_addr(self) -> str:
-        return f"{self.broker_ip2 or self.advertised_ip}:{self.listen_port + 1}"
+        """brokerIP2:haPort as configured (the broker advertises the port it actually bound)."""
+        port = self.store.ha_listen_port
+        if port < 0:
+            port = self.listen_port + 1 if self.listen_port else 0
+        return f"{self.broker_ip2 or self.advertised_ip}:{port}"
 
     # --- reading -----------------------------------------------------------
 
