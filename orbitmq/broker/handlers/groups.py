@@ -1,12 +1,14 @@
 """Consumer group administration: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP, GET_ALL_CONSUMER_OFFSET,
-GET_CONSUME_STATS, QUERY_TOPIC_CONSUME_BY_WHO, INVOKE_BROKER_TO_RESET_OFFSET (§3.11).
+GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats),
+QUERY_CONSUME_TIME_SPAN, QUERY_TOPIC_CONSUME_BY_WHO, INVOKE_BROKER_TO_RESET_OFFSET (§3.11).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
@@ -68,6 +70,8 @@ class GroupHandlers:
         server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, guarded(self.delete_group))
         server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, guarded(self.all_offsets))
         server.register(RequestCode.GET_CONSUME_STATS, guarded(self.consume_stats))
+        server.register(RequestCode.GET_BROKER_CONSUME_STATS, guarded(self.broker_consume_stats))
+        server.register(RequestCode.QUERY_CONSUME_TIME_SPAN, guarded(self.consume_time_span))
         server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, guarded(self.consumed_by))
         server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, guarded(self.reset_offset))
 
@@ -113,23 +117,89 @@ class GroupHandlers:
         only = optional_text(request, "topic")
         topics = [only] if only else sorted(self.offsets.topics_of_group(group))
         table = jsonbody.ObjectKeyMap()
-        broker_name = self.live.value.broker_name
         for topic in topics:
             config = self.topics.get(topic)
-            if config is None:
-                continue
-            for queue_id in range(config.write_queue_nums):
-                broker_offset = max(self.store.get_max_offset_in_queue(topic, queue_id), 0)
-                consumer_offset = max(self.offsets.query(group, topic, queue_id) or 0, 0)
-                last = 0
-                if consumer_offset > 0:
-                    last = max(self.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1), 0)
-                key = {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
-                table.append(
-                    (key, {"brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": last})
-                )
+            if config is not None:
+                table.extend(self._offset_rows(group, topic, config.write_queue_nums))
         body = {"consumeTps": self.stats.consume_tps(group, topics), "offsetTable": table}
         return request.response(body=jsonbody.dumps_legacy(body))
+
+    def _offset_rows(self, group: str, topic: str, queues: int) -> list[tuple[dict[str, object], dict[str, int]]]:
+        """OffsetWrapper per queue: the broker's max offset, the group's committed offset and its time."""
+        broker_name = self.live.value.broker_name
+        rows: list[tuple[dict[str, object], dict[str, int]]] = []
+        for queue_id in range(queues):
+            broker_offset = max(self.store.get_max_offset_in_queue(topic, queue_id), 0)
+            consumer_offset = max(self.offsets.query(group, topic, queue_id) or 0, 0)
+            last = 0
+            if consumer_offset > 0:
+                last = max(self.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1), 0)
+            key = {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
+            rows.append((key, {"brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": last}))
+        return rows
+
+    async def broker_consume_stats(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """ConsumeStatsList: every subscription group's ConsumeStats per topic it has offsets for.
+
+        As in RocketMQ, `isOrder=true` keeps only ordered topics, and a topic the
+        group's online consumers no longer subscribe to is left out.
+        """
+        only_order = boolean(request, "isOrder")
+        stats_list: list[dict[str, object]] = []
+        total_diff = 0
+        for group in sorted(config.group_name for config in self.groups):
+            info = self.consumers.get(group)
+            per_topic: list[dict[str, object]] = []
+            for topic in sorted(self.offsets.topics_of_group(group)):
+                config = self.topics.get(topic)
+                if config is None or (only_order and not config.order):
+                    continue
+                if info is not None and info.subscriptions and topic not in info.subscriptions:
+                    continue
+                rows = self._offset_rows(group, topic, config.write_queue_nums)
+                total_diff += sum(w["brokerOffset"] - w["consumerOffset"] for _, w in rows)
+                table = jsonbody.ObjectKeyMap()
+                table.extend(rows)
+                per_topic.append({"consumeTps": self.stats.consume_tps(group, [topic]), "offsetTable": table})
+            stats_list.append({group: per_topic})
+        body = {
+            "brokerAddr": self.live.value.broker_addr,
+            "consumeStatsList": stats_list,
+            "totalDiff": total_diff,
+        }
+        return request.response(body=jsonbody.dumps_legacy(body))
+
+    async def consume_time_span(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """QueryConsumeTimeSpanBody: per queue the first and last store times, the time of the
+        group's last consumed message, and how long the next one has waited."""
+        topic = text(request, "topic")
+        group = text(request, "group")
+        config = self.topics.get(topic)
+        if config is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist")
+        now = int(time.time() * 1000)
+        spans: list[dict[str, object]] = []
+        for queue_id in range(config.write_queue_nums):
+            min_time = self.store.get_earliest_message_time(topic, queue_id)
+            max_offset = self.store.get_max_offset_in_queue(topic, queue_id)
+            max_time = self.store.get_message_store_timestamp(topic, queue_id, max_offset - 1)
+            consumer_offset = self.offsets.query(group, topic, queue_id)
+            consumer_offset = -1 if consumer_offset is None else consumer_offset
+            consume_time = min_time
+            if consumer_offset > 0:
+                consume_time = self.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+            delay = 0
+            if consumer_offset < max_offset:
+                next_time = self.store.get_message_store_timestamp(topic, queue_id, max(consumer_offset, 0))
+                delay = now - next_time if next_time > 0 else 0
+            spans.append({
+                "consumeTimeStamp": consume_time,
+                "delayTime": delay,
+                "maxTimeStamp": max_time,
+                "messageQueue": {"brokerName": self.live.value.broker_name, "queueId": queue_id, "topic": topic},
+                "minTimeStamp": min_time,
+            })
+        return request.response(body=jsonbody.dumps({"consumeTimeSpanSet": spans}))
 
     async def reset_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         topic = text(request, "topic")
