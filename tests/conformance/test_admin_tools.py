@@ -5,7 +5,7 @@ topicRoute, topicStatus (GET_TOPIC_STATS_INFO), consumerProgress
 (GET_CONSUME_STATS after the %RETRY% route), consumerConnection,
 queryMsgById (VIEW_MESSAGE_BY_ID at the address inside the id),
 queryMsgByKey / queryMsgByUniqueKey (QUERY_MESSAGE), MQAdminImpl's offset and
-time lookups, and the requests the broker relays to a client
+time lookups, brokerConsumeStats and consume time spans, and the requests the broker relays to a client
 (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
 """
 
@@ -47,6 +47,8 @@ GET_BROKER_CLUSTER_INFO = 106
 GET_TOPIC_STATS_INFO = 202
 GET_CONSUMER_CONNECTION_LIST = 203
 GET_CONSUME_STATS = 208
+QUERY_CONSUME_TIME_SPAN = 303
+GET_BROKER_CONSUME_STATS = 317
 GET_CONSUMER_RUNNING_INFO = 307
 CONSUME_MESSAGE_DIRECTLY = 309
 SEND_MESSAGE_V2 = 310
@@ -328,3 +330,34 @@ def fastjson_loads_object_keys(body: bytes) -> dict:
             pos += 1
 
     return value()  # type: ignore[return-value]
+
+
+def test_broker_consume_stats_and_time_spans_read_as_the_admin_classes(dev: Dev, sent: list[dict[str, str]]) -> None:
+    with Conn(dev.broker) as admin:
+        # A pull creates the subscription group (autoCreateSubscriptionGroup); brokerConsumeStats
+        # walks the subscription groups, not the offset table.
+        admin.java(PULL_MESSAGE, {"consumerGroup": "CG_span", "topic": TOPIC, "queueId": "0", "queueOffset": "0",
+                                  "maxMsgNums": "1", "sysFlag": "4", "commitOffset": "0",
+                                  "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0",
+                                  "expressionType": "TAG"})
+        admin.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": "CG_span", "topic": TOPIC, "queueId": "0",
+                                            "commitOffset": "1"})
+        # mqadmin brokerConsumeStats: GetConsumeStatsInBrokerHeader.isOrder.
+        listed = admin.java(GET_BROKER_CONSUME_STATS, {"isOrder": "false"})
+        spans = admin.java(QUERY_CONSUME_TIME_SPAN, {"topic": TOPIC, "group": "CG_span"})
+        missing = admin.java(QUERY_CONSUME_TIME_SPAN, {"topic": "ConfNoSuchTopic", "group": "CG_span"})
+    assert listed.code == 0, listed.remark
+    doc = fastjson_loads_object_keys(listed.body)
+    assert doc["brokerAddr"] == dev.broker and int(doc["totalDiff"]) >= 2
+    groups = {group: stats for entry in doc["consumeStatsList"] for group, stats in entry.items()}
+    (stats,) = groups["CG_span"]
+    rows = {k["queueId"]: v for k, v in stats["offsetTable"]}
+    assert rows[0] == {"brokerOffset": 3, "consumerOffset": 1, "lastTimestamp": rows[0]["lastTimestamp"]}
+    assert rows[0]["lastTimestamp"] > 0
+    assert spans.code == 0, spans.remark
+    by_queue = {s["messageQueue"]["queueId"]: s for s in json.loads(spans.body)["consumeTimeSpanSet"]}
+    first = by_queue[0]
+    assert first["messageQueue"] == {"brokerName": "broker-a", "queueId": 0, "topic": TOPIC}
+    assert 0 < first["minTimeStamp"] <= first["consumeTimeStamp"] <= first["maxTimeStamp"]
+    assert first["delayTime"] >= 0
+    assert missing.code != 0 and missing.remark
