@@ -27,6 +27,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
+from orbitmq.broker.acl.errors import AclError
+from orbitmq.broker.acl.handlers import AclHandlers
+from orbitmq.broker.acl.validator import AclValidator
 from orbitmq.broker.config import BrokerConfig, LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry
 from orbitmq.broker.handlers.admin import AdminHandlers
@@ -54,7 +57,8 @@ from orbitmq.broker.timer.routing import DelayRouting
 from orbitmq.broker.timer.service import TimerService
 from orbitmq.broker.topics import TopicTable
 from orbitmq.broker.transaction import TransactionService
-from orbitmq.remoting.codes import ResponseCode
+from orbitmq.errors import ConfigError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
@@ -77,10 +81,16 @@ def default_store(config: StoreConfig, delay_levels_ms: tuple[int, ...] | None =
 
 class _TrackingRegistry:
     """Registers handlers on the server wrapped so the broker can refuse new work and
-    wait for in-flight requests when it shuts down."""
+    wait for in-flight requests when it shuts down, and (aclEnable) so that every
+    request passes the ACL check before its handler runs. Handlers are also served
+    on the VIP channel (`fast`), all but PULL_MESSAGE, as RocketMQ does."""
 
-    def __init__(self, server: RemotingServer) -> None:
+    def __init__(
+        self, server: RemotingServer, fast: RemotingServer | None = None, acl: AclValidator | None = None
+    ) -> None:
         self.server = server
+        self.fast = fast
+        self.acl = acl
         self.closing = False
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -92,6 +102,11 @@ class _TrackingRegistry:
                 if request.is_oneway:
                     return None
                 return request.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
+            if self.acl is not None:
+                try:
+                    self.acl.check(request, peer.host)
+                except AclError as exc:  # RocketMQ answers an ACL refusal as SYSTEM_ERROR with its text
+                    return None if request.is_oneway else request.response(ResponseCode.SYSTEM_ERROR, str(exc))
             self.in_flight += 1
             self._idle.clear()
             try:
@@ -102,9 +117,13 @@ class _TrackingRegistry:
                     self._idle.set()
 
         self.server.register(code, tracked)
+        if self.fast is not None and code != RequestCode.PULL_MESSAGE:
+            self.fast.register(code, tracked)
 
     def on_disconnect(self, callback: Callable[[Peer], None]) -> None:
         self.server.on_disconnect(callback)
+        if self.fast is not None:
+            self.fast.on_disconnect(callback)
 
     async def drain(self, timeout: float) -> bool:
         try:
@@ -142,6 +161,10 @@ class Broker:
             config.store.config_dir, topics=self.topics, groups=self.groups, offsets=self.offsets
         )
         self.server: RemotingServer | None = None
+        #: The VIP channel (listenPort - 2 by default; see BrokerConfig.fast_port).
+        self.fast_server: RemotingServer | None = None
+        #: The plain ACL check, when aclEnable=true (broker/acl/).
+        self.acl: AclValidator | None = None
         self._registry: _TrackingRegistry | None = None
         self._client: RemotingClient | None = None
         self.registrar: Registrar | None = None
@@ -218,12 +241,24 @@ class Broker:
         store.add_dispatch_listener(self.waiters.notify)
         self._create_delay_services(store)
 
+        if config.acl_enable:
+            self.acl = AclValidator(config.acl_file)
+            try:
+                self.acl.load()
+            except AclError as exc:
+                raise ConfigError(f"aclEnable=true but {exc}") from None
         server = RemotingServer(config.listen_host, config.listen_port)
         self.server = server
-        registry = _TrackingRegistry(server)
+        fast_port = config.fast_port
+        if fast_port is not None:
+            self.fast_server = RemotingServer(config.listen_host, fast_port)
+        registry = _TrackingRegistry(server, self.fast_server, self.acl)
         self._registry = registry
         self._wire_handlers(registry, store)
         host, port = await server.start()
+        if self.fast_server is not None:
+            fast_host, bound_fast = await self.fast_server.start()
+            log.info("VIP channel of broker %s serves on %s:%d", config.broker_name, fast_host, bound_fast)
         if port != config.listen_port:
             # Port 0: advertise the port the system chose.
             self.live.value = dataclasses.replace(self.live.value, listen_port=port)
@@ -243,6 +278,8 @@ class Broker:
             asyncio.ensure_future(self._every(config.channel_scan_interval_mills, self._scan_channels)),
             asyncio.ensure_future(self._every(10_000, self.stats.sample)),
         ]
+        if self.acl is not None:
+            self._tasks.append(asyncio.ensure_future(self.acl.watch()))
         log.info("broker %s serving on %s:%d as %s", config.broker_name, host, port, self.broker_addr)
         return host, port
 
@@ -290,6 +327,11 @@ class Broker:
         ReplyHandlers(
             live=self.live, topics=self.topics, producers=self.producers, store=store, clock_ms=self.clock_ms,
         ).register(registry)
+        AclHandlers(self.acl, self._identity).register(registry)
+
+    def _identity(self) -> tuple[str, str, str]:
+        config = self.live.value
+        return config.broker_cluster_name, config.broker_name, self.broker_addr
 
     def _create_delay_services(self, store: MessageStore) -> None:
         config = self.live.value
@@ -350,6 +392,9 @@ class Broker:
         if self.server is not None:
             await self.server.close()
             self.server = None
+        if self.fast_server is not None:
+            await self.fast_server.close()
+            self.fast_server = None
         if self._client is not None:
             await self._client.close()
             self._client = None
