@@ -104,7 +104,7 @@ def tag_hash_code(tags: str | None) -> int:
 
 #: Index keys longer than this are split into a head and a `_TAIL`-unit tail.
 _SPLIT_AT = 20
-_TAIL = 12
+_TAIL = 4
 _TAIL_WEIGHTS = _WEIGHTS[_TAIL]
 _TAIL_SCALE = _POWERS[_TAIL]
 #: hash(prefix + head) * 31**_TAIL mod 2**32 by prefix + head; cleared when it grows past _HEADS_MAX.
@@ -116,9 +116,10 @@ def index_key_hash(key: str, prefix: str = "") -> int:
     """The IndexFile hash of `prefix + key`: |hashCode|, with Integer.MIN_VALUE mapped to 0 (§7.3).
 
     Pass the ``topic#`` part as `prefix`. Long ASCII keys are hashed as a head
-    and a 12-character tail, the head's contribution cached: the UNIQ_KEYs
-    one producer generates share their first 20 of 32 characters (address,
-    process id, start time), so only the tail is new per message.
+    and a 4-character tail, the head's contribution cached: a UNIQ_KEY is 20
+    characters fixed per producer (address, process id, class loader), 8 of
+    milliseconds and a 4-character counter, so the keys one producer makes
+    within a millisecond differ only in their last 4 characters.
     """
     n = len(key)
     if n > _SPLIT_AT and key.isascii() and prefix.isascii():
