@@ -44,11 +44,17 @@ class Registrar:
         topics: TopicTable,
         client: RemotingClient,
         broker_addr: Callable[[], str],
+        ha_server_addr: Callable[[], str] | None = None,
+        on_registered: Callable[[str, str], None] | None = None,
     ) -> None:
         self.live = live
         self.topics = topics
         self.client = client
         self.broker_addr = broker_addr
+        #: The HA address advertised (brokerIP2:haPort, the port actually bound).
+        self.ha_server_addr = ha_server_addr
+        #: Called with the (masterAddr, haServerAddr) a NameServer answers a slave with.
+        self.on_registered = on_registered
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
 
@@ -70,7 +76,11 @@ class Registrar:
         fields = self._header()
         fields.update(
             {
-                "haServerAddr": f"{self.broker_addr().rpartition(':')[0]}:{config.listen_port + 1}",
+                "haServerAddr": (
+                    self.ha_server_addr()
+                    if self.ha_server_addr is not None
+                    else f"{self.broker_addr().rpartition(':')[0]}:{config.listen_port + 1}"
+                ),
                 "compressed": "false",
                 "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF),
             }
@@ -87,6 +97,9 @@ class Registrar:
         for addr, result in zip(config.namesrv_addrs, results):
             if isinstance(result, RemotingCommand) and result.code == ResponseCode.SUCCESS:
                 accepted += 1
+                master_addr = result.field("masterAddr")
+                if self.on_registered is not None and master_addr:
+                    self.on_registered(master_addr, result.field("haServerAddr") or "")
             elif isinstance(result, RemotingCommand):
                 log.warning("NameServer %s refused registration: %s %s", addr, result.code, result.remark)
             elif isinstance(result, (RemotingError, OSError)):

@@ -21,7 +21,7 @@ import asyncio
 import collections
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
@@ -38,6 +38,7 @@ from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from orbitmq.remoting.connection import Peer
 from orbitmq.store.api import MessageStore, PutMessageResult, PutMessageStatus
+from orbitmq.store.config import BrokerRole
 
 MULTI_TAGS_FLAG = 0x2
 TRANSACTION_TYPE_MASK = 0x0C
@@ -189,7 +190,10 @@ class SendHandlers:
         gate: SendGate | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         before_put: Callable[[MessageExtBrokerInner], None] | None = None,
+        replica_wait: Callable[[int], Awaitable[PutMessageStatus]] | None = None,
     ) -> None:
+        #: SYNC_MASTER: waits until the slave holds the CommitLog up to the given end offset.
+        self.replica_wait = replica_wait
         #: Rewrites a message that must wait (delay level, timer) before it is stored; may raise RequestError.
         self.before_put = before_put
         self.stats = stats
@@ -212,6 +216,22 @@ class SendHandlers:
     def _check_topic(self, request: RemotingCommand) -> tuple[str, TopicConfig, int]:
         """Validate broker, topic and queue of a long-form request; returns (topic, config, queue id)."""
         return self._check_topic_fields(request, text(request, "topic"), request.field("queueId"))
+
+    def _refuse_on_slave(self) -> None:
+        if self.live.value.store.broker_role is BrokerRole.SLAVE:
+            raise RequestError(
+                ResponseCode.SERVICE_NOT_AVAILABLE, "this broker is a slave and takes no messages; send to its master"
+            )
+
+    async def _replicated(self, result: PutMessageResult, wait: str | None) -> PutMessageResult:
+        """SYNC_MASTER: a stored put with WAIT not false is answered once the slave has its bytes."""
+        ar = result.append_result
+        if self.replica_wait is None or ar is None or not result.is_ok or wait == "false":
+            return result
+        status = await self.replica_wait(ar.wrote_offset + ar.wrote_bytes)
+        if status is PutMessageStatus.PUT_OK:
+            return result
+        return PutMessageResult(status, ar, result.remark)
 
     def _check_topic_fields(
         self, request: RemotingCommand, topic: str, raw_queue_id: str | None
@@ -295,6 +315,7 @@ class SendHandlers:
         )
         if not topic_value:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "the custom field <topic> is null")
+        self._refuse_on_slave()
         topic, topic_config, queue_id = self._check_topic_fields(request, topic_value, raw_queue_id)
         config = self.live.value
         body = request.body_bytes()
@@ -353,6 +374,8 @@ class SendHandlers:
             result = await self.store.put_message(msg)
         finally:
             gate.leave()
+        if self.replica_wait is not None:
+            result = await self._replicated(result, wait)
         ar = result.append_result
         if result.status is PutMessageStatus.PUT_OK and ar is not None:
             # The hot path: no status table, the response built in one go.
@@ -424,6 +447,7 @@ class SendHandlers:
             )
         if names.is_retry_topic(topic_name):
             raise RequestError(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic_name}")
+        self._refuse_on_slave()
         topic, topic_config, queue_id = self._check_topic(request)
         config = self.live.value
         body = request.body_bytes()
@@ -459,6 +483,8 @@ class SendHandlers:
         async with self.gate:
             self._check_wait(started)
             result = await self.store.put_messages(batch)
+        if self.replica_wait is not None:
+            result = await self._replicated(result, properties.get(mc.WAIT_STORE_MSG_OK))
         response = status_response(request, result, config.store.max_message_size)
         if result.is_ok and result.append_result is not None:
             ar = result.append_result
