@@ -177,12 +177,24 @@ class PullHandler:
 
         result = self.store.get_message(group, topic, queue_id, offset, max_nums, message_filter)
         code = response_code(result, offset)
+        if config.store.broker_role is BrokerRole.SLAVE and not config.slave_read_enable:
+            # A slave that may not be read sends the consumer back to the master at once.
+            return self._respond(request, result, ResponseCode.PULL_RETRY_IMMEDIATELY)
         if code == ResponseCode.PULL_NOT_FOUND and sys_flag & FLAG_SUSPEND:
             result = await self._hold(topic, queue_id, offset, request, result, message_filter, max_nums, group)
             code = response_code(result, offset)
         if self.stats is not None and result.message_count:
             self.stats.record_get(group, topic, result.message_count)
-        return self._respond(request, result, code)
+        suggest = 0
+        if config.slave_read_enable:
+            # RocketMQ's rule: a consumer far behind (its data no longer in memory) is sent to
+            # the group's whichBrokerWhenConsumeSlowly, one that keeps up to the group's brokerId.
+            suggest = (
+                group_config.which_broker_when_consume_slowly
+                if result.suggest_pulling_from_slave
+                else group_config.broker_id
+            )
+        return self._respond(request, result, code, suggest)
 
     async def _hold(
         self,
@@ -217,9 +229,11 @@ class PullHandler:
             if not woken or response_code(result, offset) != ResponseCode.PULL_NOT_FOUND:
                 return result
 
-    def _respond(self, request: RemotingCommand, result: GetMessageResult, code: int) -> RemotingCommand:
+    def _respond(
+        self, request: RemotingCommand, result: GetMessageResult, code: int, suggest: int = 0
+    ) -> RemotingCommand:
         fields = {
-            "suggestWhichBrokerId": "0",
+            "suggestWhichBrokerId": str(suggest),
             "nextBeginOffset": str(result.next_begin_offset),
             "minOffset": str(result.min_offset),
             "maxOffset": str(result.max_offset),
