@@ -21,6 +21,7 @@ from tests.conformance.wire import (
     decode_properties,
     decode_records,
     encode_properties,
+    go_reset_offsets,
     java_frame,
     java_response,
 )
@@ -132,6 +133,8 @@ def test_reset_offset_by_time_reaches_the_client_with_an_object_keyed_body(dev: 
     table = fastjson_loads_object_keys(request.body)["offsetTable"]
     offsets = {(k["topic"], k["brokerName"], k["queueId"]): v for k, v in table}
     assert offsets[(topic, "broker-a", 0)] == 0
+    # A Go consumer gets the same body and reads it with its own string splitting.
+    assert go_reset_offsets(request.body) == offsets
     if answer.body:
         returned = fastjson_loads_object_keys(answer.body)["offsetTable"]
         assert {k["queueId"]: v for k, v in returned}[0] == 0

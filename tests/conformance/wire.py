@@ -330,3 +330,25 @@ def encode_batch(messages: list[tuple[bytes, dict[str, str]]], flag: int = 0) ->
         size = 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(p)
         out += struct.pack(">iiiii", size, 0, 0, flag, len(body)) + body + struct.pack(">h", len(p)) + p
     return out
+
+
+def go_reset_offsets(body: bytes) -> dict[tuple[str, str, int], int]:
+    """ResetOffsetBody as rocketmq-client-go's parseFastJsonFormat cuts it apart.
+
+    It takes the text of offsetTable, drops `{{` and the last `}`, splits at `,{`
+    and each piece at `}:`, so the keys must be compact objects and the values bare numbers.
+    """
+    doc_text = body.decode()
+    start = doc_text.index('"offsetTable":') + len('"offsetTable":')
+    depth, end = 0, start
+    for end in range(start, len(doc_text)):
+        depth += {"{": 1, "}": -1}.get(doc_text[end], 0)
+        if depth == 0:
+            break
+    table = doc_text[start : end + 1]
+    out: dict[tuple[str, str, int], int] = {}
+    for piece in table[2:-1].split(",{"):
+        key_text, value_text = piece.split("}:")
+        mq = json.loads("{" + key_text + "}")
+        out[(mq["topic"], mq["brokerName"], mq["queueId"])] = int(value_text)
+    return out
