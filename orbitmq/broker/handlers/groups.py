@@ -1,7 +1,8 @@
 """Consumer group administration: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP, GET_ALL_CONSUMER_OFFSET,
 GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats),
-QUERY_CONSUME_TIME_SPAN, QUERY_TOPIC_CONSUME_BY_WHO, INVOKE_BROKER_TO_RESET_OFFSET (§3.11).
+QUERY_CONSUME_TIME_SPAN, QUERY_TOPIC_CONSUME_BY_WHO, INVOKE_BROKER_TO_RESET_OFFSET (§3.11) and
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS (mqadmin getConsumerStatus, asked of each client).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common import jsonbody, names
-from orbitmq.errors import ConnectError
+from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -36,8 +37,10 @@ from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
 
-#: Clients older than V3_0_7_SNAPSHOT cannot take a pushed offset reset.
+#: Clients older than V3_0_7_SNAPSHOT cannot take a pushed offset reset (nor report their status).
 MIN_RESET_VERSION = 28
+#: How long a client has to report its offsets (RocketMQ waits five seconds too).
+CLIENT_STATUS_TIMEOUT_S = 5.0
 
 
 class GroupHandlers:
@@ -74,6 +77,7 @@ class GroupHandlers:
         server.register(RequestCode.QUERY_CONSUME_TIME_SPAN, guarded(self.consume_time_span))
         server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, guarded(self.consumed_by))
         server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, guarded(self.reset_offset))
+        server.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, guarded(self.consumer_status))
 
     async def create_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         data = parse_body(request)
@@ -253,3 +257,42 @@ class GroupHandlers:
         for result in results:
             if isinstance(result, ConnectError):
                 log.info("offset reset push failed: %s", result)
+
+    async def consumer_status(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """Ask each online client of the group (or only `clientAddr`, a client id) for its queue
+        offsets with GET_CONSUMER_STATUS_FROM_CLIENT; answer GetConsumerStatusBody.consumerTable."""
+        topic = text(request, "topic")
+        group = text(request, "group")
+        only = optional_text(request, "clientAddr")
+        info = self.consumers.get(group)
+        if info is None or not info.channels:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]")
+        fields = {"topic": topic, "group": group}
+        if only:
+            fields["clientAddr"] = only
+        per_client: dict[str, jsonbody.ObjectKeyMap] = {}
+        for client in list(info.channels.values()):
+            if client.version < MIN_RESET_VERSION:
+                return request.response(
+                    ResponseCode.SYSTEM_ERROR, f"the client does not support this feature. version={client.version}"
+                )
+            if only and only != client.client_id:
+                continue
+            ask = RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, dict(fields))
+            try:
+                answer = await client.channel.invoke(ask, CLIENT_STATUS_TIMEOUT_S)
+            except (ConnectError, RequestTimeout) as exc:
+                log.info("consumer status from %s failed: %s", client.client_id, exc)
+                continue
+            if answer.code == ResponseCode.SUCCESS and answer.body:
+                try:
+                    doc = jsonbody.loads(answer.body_bytes())
+                    queues = jsonbody.object_key_items(doc.get("messageQueueTable") if isinstance(doc, dict) else None)
+                except (jsonbody.JsonBodyError, ValueError, TypeError) as exc:
+                    log.info("consumer status from %s unreadable: %s", client.client_id, exc)
+                    continue
+                per_client[client.client_id] = jsonbody.ObjectKeyMap(queues)
+            if only:
+                break
+        body = {"consumerTable": per_client, "messageQueueTable": jsonbody.ObjectKeyMap()}
+        return request.response(body=jsonbody.dumps_legacy(body))
