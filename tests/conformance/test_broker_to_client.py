@@ -5,7 +5,8 @@ with MessageDecoder.decode, its PGROUP and UNIQ_KEY) answered with the oneway
 END_TRANSACTION DefaultMQProducerImpl.processTransactionCheck sends;
 RESET_CONSUMER_CLIENT_OFFSET (ResetOffsetBody keyed by MessageQueue objects)
 after mqadmin resetOffsetByTime; PUSH_REPLY_MESSAGE_TO_CLIENT
-(ReplyMessageRequestHeader) after a reply sent with SEND_REPLY_MESSAGE_V2.
+(ReplyMessageRequestHeader) after a reply sent with SEND_REPLY_MESSAGE_V2;
+GET_CONSUMER_STATUS_FROM_CLIENT for mqadmin getConsumerStatus.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ HEART_BEAT = 34
 END_TRANSACTION = 37
 CHECK_TRANSACTION_STATE = 39
 RESET_CONSUMER_CLIENT_OFFSET = 220
+GET_CONSUMER_STATUS_FROM_CLIENT = 221
 INVOKE_BROKER_TO_RESET_OFFSET = 222
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS = 223
 SEND_MESSAGE_V2 = 310
 SEND_REPLY_MESSAGE_V2 = 325
 PUSH_REPLY_MESSAGE_TO_CLIENT = 326
@@ -166,3 +169,23 @@ def test_a_reply_is_pushed_to_the_requester_with_every_required_header_field(dev
     assert push.ext["topic"] == reply_topic
     assert decode_properties(push.ext["properties"])["CORRELATION_ID"] == "corr-1"
     assert push.body == b"the answer"
+
+
+def test_get_consumer_status_asks_the_client_and_answers_its_offsets_per_client(dev: Dev) -> None:
+    topic, group, client_id = "ConfStatus", "CG_status", "127.0.0.1@1111#11"
+    with Conn(dev.broker) as client, Conn(dev.broker) as admin:
+        assert client.java(SEND_MESSAGE_V2, v2(topic, {"UNIQ_KEY": "ST"}, "PG"), b"s").code == 0
+        heartbeat(client, client_id, consumer=(group, topic))
+        # mqadmin getConsumerStatus: INVOKE_BROKER_TO_GET_CONSUMER_STATUS with topic, group, clientAddr.
+        admin.opaque += 1
+        admin.sock.sendall(java_frame(INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                                      {"topic": topic, "group": group, "clientAddr": client_id}, b"", admin.opaque))
+        ask = next_request(client, GET_CONSUMER_STATUS_FROM_CLIENT)
+        assert ask.ext["topic"] == topic and ask.ext["group"] == group
+        # What ClientRemotingProcessor.getConsumeStatus answers: GetConsumerStatusBody.messageQueueTable.
+        status = b'{"messageQueueTable":{{"brokerName":"broker-a","queueId":0,"topic":"ConfStatus"}:1}}'
+        client.sock.sendall(java_response(ask.opaque, body=status))
+        answer = admin.reply_to(admin.opaque)
+    assert answer.code == 0, answer.remark
+    table = fastjson_loads_object_keys(answer.body)["consumerTable"]
+    assert [(k["queueId"], v) for k, v in table[client_id]] == [(0, 1)]
