@@ -32,6 +32,8 @@ from orbitmq.broker.acl.handlers import AclHandlers
 from orbitmq.broker.acl.validator import AclValidator
 from orbitmq.broker.config import BrokerConfig, LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry
+from orbitmq.broker.ha import Replication
+from orbitmq.broker.ha.metasync import MetadataSync, register_delay_offset
 from orbitmq.broker.handlers.admin import AdminHandlers
 from orbitmq.broker.handlers.client import ClientHandlers, GroupNotifier
 from orbitmq.broker.handlers.fields import HandlerFn
@@ -179,6 +181,8 @@ class Broker:
         self.filters = ConsumerFilterTable(lambda: self.live.value.enable_property_filter)
         #: Half messages, END_TRANSACTION and transaction checks (broker/transaction/).
         self.transactions: TransactionService | None = None
+        #: Master/slave replication for the store's brokerRole (broker/ha/).
+        self.replication: Replication | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -240,6 +244,7 @@ class Broker:
             self.metadata.mark(TOPICS)
         store.add_dispatch_listener(self.waiters.notify)
         self._create_delay_services(store)
+        self.replication = self._create_replication(store)
 
         if config.acl_enable:
             self.acl = AclValidator(config.acl_file)
@@ -269,8 +274,13 @@ class Broker:
             await self.timers.start()
 
         self._client = RemotingClient()
+        replication = self.replication
+        assert replication is not None
+        await replication.start(config.listen_host, self.live.value.advertised_ip)
         self.registrar = Registrar(
-            live=self.live, topics=self.topics, client=self._client, broker_addr=lambda: self.broker_addr
+            live=self.live, topics=self.topics, client=self._client, broker_addr=lambda: self.broker_addr,
+            ha_server_addr=lambda: replication.ha_server_addr(self.live.value.advertised_ip),
+            on_registered=replication.on_registered,
         )
         await self.registrar.start()
         self._tasks = [
@@ -289,7 +299,9 @@ class Broker:
             live=self.live, topics=self.topics, groups=self.groups, store=store,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
             gate=self.send_gate, before_put=self._delay_routing(),
+            replica_wait=self.replication.wait_for_slave if self.replication and self.replication.sync_master else None,
         ).register(registry)
+        register_delay_offset(registry, lambda: self.schedule)
         assert self.schedule is not None
         SendBackHandler(
             live=self.live, topics=self.topics, groups=self.groups, store=store, route_delayed=self.schedule.rewrite,
@@ -347,6 +359,17 @@ class Broker:
         store.add_dispatch_listener(self.schedule.notify)
         store.add_dispatch_listener(self.timers.notify)
 
+    def _create_replication(self, store: MessageStore) -> Replication:
+        config = self.live.value
+        metadata = None
+        if config.store.broker_role is BrokerRole.SLAVE:
+            metadata = MetadataSync(
+                topics=self.topics, groups=self.groups, offsets=self.offsets, config_dir=config.store.config_dir,
+                topics_changed=self._topics_changed, groups_changed=self._groups_changed,
+                offsets_changed=self._offsets_changed,
+            )
+        return Replication(config, store, metadata=metadata)
+
     def _delay_routing(self) -> DelayRouting:
         assert self.schedule is not None and self.timers is not None
         return DelayRouting(self.schedule, self.timers)
@@ -401,6 +424,9 @@ class Broker:
         if self.registrar is not None:
             await self.registrar.close(unregister=False)
             self.registrar = None
+        if self.replication is not None:
+            await self.replication.close()
+            self.replication = None
         for service in (self.timers, self.schedule, self.transactions):
             if service is not None:
                 await service.close()

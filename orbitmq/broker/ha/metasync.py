@@ -8,7 +8,7 @@ same topics, groups and committed offsets. Topics and groups are replaced
 only when the master's data version changed. A round that fails logs and
 waits for the next one; the slave keeps what it had.
 
-`delay_offset_handler` is the master's side of GET_ALL_DELAY_OFFSET.
+`register_delay_offset` serves the master's side of GET_ALL_DELAY_OFFSET.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from orbitmq.broker.handlers.fields import Registry
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.schedule import DELAY_OFFSET_FILE, ScheduleService
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
@@ -38,8 +39,8 @@ SYNC_INTERVAL_MS = 10_000
 REQUEST_TIMEOUT_S = 3.0
 
 
-def delay_offset_handler(schedule: Callable[[], ScheduleService | None]) -> Callable[..., Any]:
-    """GET_ALL_DELAY_OFFSET: the master's delayOffset.json text."""
+def register_delay_offset(registry: Registry, schedule: Callable[[], ScheduleService | None]) -> None:
+    """Serve GET_ALL_DELAY_OFFSET (the master's delayOffset.json text) on `registry`."""
 
     async def handle(request: RemotingCommand, peer: Peer) -> RemotingCommand:
         service = schedule()
@@ -47,7 +48,7 @@ def delay_offset_handler(schedule: Callable[[], ScheduleService | None]) -> Call
             return request.response(ResponseCode.SYSTEM_ERROR, "the schedule service is not running")
         return request.response(body=service.table.to_text())
 
-    return handle
+    registry.register(RequestCode.GET_ALL_DELAY_OFFSET, handle)
 
 
 class MetadataSync:
@@ -56,7 +57,6 @@ class MetadataSync:
     def __init__(
         self,
         *,
-        client: RemotingClient,
         topics: TopicTable,
         groups: SubscriptionGroupTable,
         offsets: ConsumerOffsetTable,
@@ -66,7 +66,8 @@ class MetadataSync:
         offsets_changed: Callable[[], None],
         interval_ms: int = SYNC_INTERVAL_MS,
     ) -> None:
-        self.client = client
+        #: Its own connection to the master, so a slow master never delays registration.
+        self.client = RemotingClient()
         self.topics = topics
         self.groups = groups
         self.offsets = offsets
@@ -94,6 +95,7 @@ class MetadataSync:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await self.client.close()
 
     async def _run(self) -> None:
         while True:
