@@ -48,6 +48,10 @@ class ClientConfig:
     persist_consumer_offset_interval_ms: int = 5_000
     #: Default RPC timeout (mqClientApiTimeout).
     mq_client_api_timeout_ms: int = 3_000
+    #: RocketMQ 4.x plain ACL (AclClientRPCHook): with both keys set, every request is signed.
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    security_token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from orbitmq.client.acl import sign_request
 from orbitmq.client.message import Message
 from orbitmq.client.producer import Producer
 from orbitmq.client.results import SendResult, SendStatus
@@ -214,6 +215,8 @@ class TransactionProducer(Producer):
         cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, answer, oneway=True)
         if error is not None:
             cmd.remark = f"checkLocalTransactionState exception: {error}"
+        if self.instance.acl_credentials is not None:  # sent on the broker's connection, not our signing client
+            sign_request(cmd, self.instance.acl_credentials)
         try:
             await peer.invoke_oneway(cmd)
             if self._tracer is not None:
