@@ -35,13 +35,13 @@ from orbitmq.admin.models import (
     TopicConfig,
     TopicRoute,
 )
+from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, ConnectError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
-from orbitmq.remoting.transport import RemotingClient
 
 #: Group names the tools use when the user names none (RocketMQ's tools use
 #: TOOLS_CONSUMER for pulls; sends need some producer group).
@@ -67,21 +67,34 @@ _SEND_STATUS = {
 }
 
 
+_default_credentials: AclCredentials | None = None
+
+
+def set_default_credentials(credentials: AclCredentials | None) -> None:
+    """ACL credentials for AdminClients created without any (the CLI's --accessKey/--secretKey)."""
+    global _default_credentials
+    _default_credentials = credentials
+
+
 class AdminClient:
     """Admin requests against the NameServers `namesrv_addrs` and the brokers they list.
 
     Use as `async with AdminClient(["127.0.0.1:9876"]) as admin: ...`; the
     client owns its connections and closes them on exit. `timeout` (seconds)
-    bounds each request.
+    bounds each request. With `credentials` (or defaults set by
+    `set_default_credentials`) every request is signed for a plain-ACL broker.
     """
 
-    def __init__(self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0) -> None:
+    def __init__(
+        self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0, credentials: AclCredentials | None = None
+    ) -> None:
         addrs = [a.strip() for a in namesrv_addrs if a.strip()]
         if not addrs:
             raise ClientError("no NameServer address given (use -n host:port or NAMESRV_ADDR)")
         self.namesrv_addrs: tuple[str, ...] = tuple(addrs)
         self.timeout = timeout
-        self._remoting = RemotingClient(connect_timeout=min(timeout, 3.0))
+        creds = credentials or _default_credentials
+        self._remoting = make_remoting_client(creds, connect_timeout=min(timeout, 3.0))
 
     async def __aenter__(self) -> Self:
         return self
@@ -450,3 +463,27 @@ class AdminClient:
             raise ClientError(f"broker {broker_name!r} does not serve topic {topic!r} (brokers: {known})")
         return data.master_addr
 
+    # --- plain ACL (codes 50-54) ---------------------------------------------------
+
+    async def update_acl_config(self, broker_addr: str, fields: Mapping[str, str]) -> None:
+        """UPDATE_AND_CREATE_ACL_CONFIG: create or change one account (CreateAccessConfigRequestHeader fields)."""
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
+
+    async def delete_acl_config(self, broker_addr: str, access_key: str) -> None:
+        await self._call(broker_addr, RequestCode.DELETE_ACL_CONFIG, {"accessKey": access_key})
+
+    async def update_global_white_addrs(self, broker_addr: str, addrs: Sequence[str], acl_file: str | None = None) -> None:
+        fields = {"globalWhiteAddrs": ",".join(addrs)}
+        if acl_file:
+            fields["aclFileFullPath"] = acl_file
+        await self._call(broker_addr, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, fields)
+
+    async def acl_version(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_CLUSTER_ACL_INFO: version, allAclFileVersion, brokerName, brokerAddr, clusterName."""
+        response = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+        return dict(response.ext_fields or {})
+
+    async def acl_config(self, broker_addr: str) -> dict[str, object]:
+        """GET_BROKER_CLUSTER_ACL_CONFIG: globalWhiteAddrs and plainAccessConfigs (secret keys included)."""
+        response = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        return wire.json_object(response.body_bytes())

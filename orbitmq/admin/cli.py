@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import click
 
-from orbitmq.admin.commands import broker, cluster, consumer, message, offset, topic, trace
+from orbitmq.admin.api import set_default_credentials
+from orbitmq.admin.commands import acl, broker, cluster, consumer, message, offset, topic, trace
+from orbitmq.client.acl import AclCredentials
+from orbitmq.errors import ConfigError
 
 
 @click.group(
@@ -19,10 +22,18 @@ from orbitmq.admin.commands import broker, cluster, consumer, message, offset, t
     epilog="Exit codes: 0 success, 1 operation failed, 2 usage error. "
     "NAMESRV_ADDR is used when -n is not given.",
 )
-def admin_group() -> None:
+@click.option("--accessKey", "access_key", envvar="ORBITMQ_ACCESS_KEY", metavar="AK",
+              help="Plain-ACL access key: every request is signed (env ORBITMQ_ACCESS_KEY).")
+@click.option("--secretKey", "secret_key", envvar="ORBITMQ_SECRET_KEY", metavar="SK",
+              help="Secret key of --accessKey (env ORBITMQ_SECRET_KEY).")
+def admin_group(access_key: str | None, secret_key: str | None) -> None:
     """Administer topics, groups, brokers and messages (RocketMQ's mqadmin)."""
+    try:
+        set_default_credentials(AclCredentials.from_options(access_key, secret_key))
+    except ConfigError as exc:
+        raise click.UsageError(f"--accessKey and --secretKey: {exc}") from None
 
 
-for _module in (topic, cluster, broker, consumer, offset, message, trace):
+for _module in (topic, cluster, broker, consumer, offset, message, trace, acl):
     for _command in _module.COMMANDS:
         admin_group.add_command(_command)

@@ -1,0 +1,110 @@
+"""mqadmin's ACL commands edit plain_acl.yml, and a changed file is picked up without a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from orbitmq.client.acl import AclCredentials
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from tests.acl.conftest import ADMIN, CONSUMER, AclCluster, call
+from tests.support.procs import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def mqadmin(cluster: AclCluster, *args: str, creds: AclCredentials | None = ADMIN) -> subprocess.CompletedProcess[str]:
+    keys = ["--accessKey", creds.access_key, "--secretKey", creds.secret_key] if creds else []
+    return subprocess.run(
+        [sys.executable, "-m", "orbitmq", "admin", *keys, *args, "-n", cluster.namesrv],
+        check=False, capture_output=True, text=True, timeout=30,
+    )
+
+
+def accounts(cluster: AclCluster) -> dict[str, dict[str, object]]:
+    doc = yaml.safe_load(cluster.acl_file.read_text())
+    return {a["accessKey"]: a for a in doc["accounts"]}
+
+
+async def eventually_code(cluster: AclCluster, creds: AclCredentials | None, want_success: bool) -> None:
+    deadline = time.monotonic() + 10
+    while True:
+        response = await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=creds)
+        if (response.code == ResponseCode.SUCCESS) == want_success:
+            return
+        assert time.monotonic() < deadline, f"still {response.code} {response.remark}"
+        await asyncio.sleep(0.1)
+
+
+async def test_the_mqadmin_acl_commands_update_the_file_and_take_effect_at_once(own_acl_cluster: AclCluster) -> None:
+    cluster = own_acl_cluster
+    fresh = AclCredentials("newUser001", "newSecret01")
+    done = mqadmin(cluster, "updateAclConfig", "-b", cluster.broker, "-a", fresh.access_key, "-s", fresh.secret_key,
+                   "-i", "PUB", "-u", "SUB", "-t", "AclT1=SUB,AclT2=DENY", "-g", "G1=SUB")
+    assert done.returncode == 0, done.stderr
+    assert "success" in done.stdout and fresh.secret_key not in done.stdout
+    saved = accounts(cluster)[fresh.access_key]
+    assert saved["topicPerms"] == ["AclT1=SUB", "AclT2=DENY"] and saved["groupPerms"] == ["G1=SUB"]
+    assert saved["defaultTopicPerm"] == "PUB" and saved["admin"] is False
+    ok = await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=fresh)
+    assert ok.code == ResponseCode.SUCCESS, ok.remark
+
+    version = mqadmin(cluster, "clusterAclConfigVersion", "-c", "DefaultCluster")
+    assert version.returncode == 0, version.stderr
+    assert cluster.broker in version.stdout and " 1 " in version.stdout
+
+    config = mqadmin(cluster, "getAclConfig", "-b", cluster.broker)
+    assert config.returncode == 0 and fresh.access_key in config.stdout
+
+    deleted = mqadmin(cluster, "deleteAclConfig", "-b", cluster.broker, "-a", fresh.access_key)
+    assert deleted.returncode == 0, deleted.stderr
+    assert fresh.access_key not in accounts(cluster)
+    gone = await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=fresh)
+    assert gone.code == ResponseCode.SYSTEM_ERROR and "No acl config" in (gone.remark or "")
+
+
+def test_mqadmin_acl_commands_are_refused_without_an_admin_account(own_acl_cluster: AclCluster) -> None:
+    cluster = own_acl_cluster
+    before = cluster.acl_file.read_text()
+    as_user = mqadmin(cluster, "updateAclConfig", "-b", cluster.broker, "-a", CONSUMER.access_key, "-m", "true",
+                      creds=CONSUMER)
+    assert as_user.returncode == 1 and "Need admin permission" in as_user.stderr
+    unsigned = mqadmin(cluster, "updateGlobalWhiteAddr", "-b", cluster.broker, "-g", "*", creds=None)
+    assert unsigned.returncode == 1 and "No accessKey" in unsigned.stderr
+    bad = mqadmin(cluster, "updateAclConfig", "-b", cluster.broker, "-a", "short", "-s", "secret12345")
+    assert bad.returncode == 1 and "longer than 6" in bad.stderr
+    typo = mqadmin(cluster, "updateAclConfig", "-b", cluster.broker, "-a", "someone001", "-t", "topicA=READ")
+    assert typo.returncode == 2
+    assert cluster.acl_file.read_text() == before
+
+
+async def test_a_global_white_address_lets_an_unsigned_loopback_client_in(own_acl_cluster: AclCluster) -> None:
+    cluster = own_acl_cluster
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
+    done = mqadmin(cluster, "updateGlobalWhiteAddr", "-b", cluster.broker, "-g", "10.0.0.*,127.0.0.1")
+    assert done.returncode == 0, done.stderr
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SUCCESS
+    done = mqadmin(cluster, "updateGlobalWhiteAddr", "-b", cluster.broker, "-g", "10.0.0.*")
+    assert done.returncode == 0, done.stderr
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
+
+
+async def test_a_changed_plain_acl_yml_is_picked_up_without_restart(own_acl_cluster: AclCluster) -> None:
+    cluster = own_acl_cluster
+    doc = yaml.safe_load(cluster.acl_file.read_text())
+    doc["accounts"].append({"accessKey": "handEdited1", "secretKey": "handSecret1", "whiteRemoteAddress": "127.0.0.1"})
+    cluster.acl_file.write_text(yaml.safe_dump(doc))
+    # An account whose whiteRemoteAddress matches needs its key but no valid signature.
+    unsigned_but_known = AclCredentials("handEdited1", "wrongSecret")
+    await eventually_code(cluster, unsigned_but_known, want_success=True)
+    # A broken file is ignored: the rules loaded before stay in force.
+    cluster.acl_file.write_text("accounts: [this is: not: valid")
+    eventually(lambda: any("not reloaded" in line for line in list(cluster.process.output)),
+               message="the broker did not report the broken ACL file")
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=ADMIN)).code == ResponseCode.SUCCESS
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
