@@ -5,6 +5,7 @@ GET_TOPIC_STATS_INFO, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
@@ -18,6 +19,7 @@ from orbitmq.broker.handlers.fields import (
     text,
 )
 from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.putstats import topic_put_stats
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.topics import MULTI_TAG, SINGLE_TAG, TopicConfig, TopicTable
 from orbitmq.common import jsonbody, names
@@ -31,6 +33,8 @@ from orbitmq.store.api import MessageStore
 #: Most queues one topic may have on a broker; guards against a typo creating millions of files.
 MAX_QUEUE_NUMS = 1024
 BROKER_VERSION_DESC = "V4_9_7"
+#: BrokerStatsManager.TOPIC_PUT_NUMS, the statistic VIEW_BROKER_STATS_DATA can answer.
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 
 
 class AdminHandlers:
@@ -62,6 +66,7 @@ class AdminHandlers:
         server.register(RequestCode.GET_TOPIC_STATS_INFO, guarded(self.topic_stats))
         server.register(RequestCode.GET_BROKER_RUNTIME_INFO, guarded(self.runtime_info))
         server.register(RequestCode.GET_BROKER_CONFIG, guarded(self.get_config))
+        server.register(RequestCode.VIEW_BROKER_STATS_DATA, guarded(self.stats_data))
         server.register(RequestCode.UPDATE_BROKER_CONFIG, guarded(self.update_config))
 
     # --- topics -------------------------------------------------------------------
@@ -158,6 +163,17 @@ class AdminHandlers:
         figures.update(self.stats.runtime_figures())
         figures.update({str(k): str(v) for k, v in self.store.runtime_info().items()})
         return request.response(body=jsonbody.dumps({"table": figures}))
+
+    async def stats_data(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """BrokerStatsData for TOPIC_PUT_NUMS (see putstats); other statistics are not kept."""
+        name = text(request, "statsName")
+        key = text(request, "statsKey")
+        config = self.topics.get(key) if name == TOPIC_PUT_NUMS else None
+        if config is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
+        now = int(time.time() * 1000)
+        body = topic_put_stats(self.store, key, config.write_queue_nums, now)
+        return request.response(body=jsonbody.dumps(body))
 
     async def get_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         props = self.live.value.to_properties()
