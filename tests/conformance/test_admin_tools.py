@@ -48,6 +48,7 @@ GET_TOPIC_STATS_INFO = 202
 GET_CONSUMER_CONNECTION_LIST = 203
 GET_CONSUME_STATS = 208
 QUERY_CONSUME_TIME_SPAN = 303
+VIEW_BROKER_STATS_DATA = 315
 GET_BROKER_CONSUME_STATS = 317
 GET_CONSUMER_RUNNING_INFO = 307
 CONSUME_MESSAGE_DIRECTLY = 309
@@ -361,3 +362,19 @@ def test_broker_consume_stats_and_time_spans_read_as_the_admin_classes(dev: Dev,
     assert 0 < first["minTimeStamp"] <= first["consumeTimeStamp"] <= first["maxTimeStamp"]
     assert first["delayTime"] >= 0
     assert missing.code != 0 and missing.remark
+
+
+def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: Dev, sent: list[dict[str, str]]) -> None:
+    with Conn(dev.broker) as admin:
+        # mqadmin statsAll / the Dashboard: viewBrokerStatsData(addr, TOPIC_PUT_NUMS, topic).
+        puts = admin.java(VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": TOPIC})
+        unknown = admin.java(VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": "ConfNoSuch"})
+    assert puts.code == 0, puts.remark
+    data = fastjson_loads(puts.body)
+    for window in ("statsMinute", "statsHour", "statsDay"):
+        assert set(data[window]) == {"sum", "tps", "avgpt"}
+        float(data[window]["tps"])
+        float(data[window]["avgpt"])
+    # StatsAllSubCommand.compute24HourSum takes statsDay.sum first.
+    assert data["statsDay"]["sum"] == 3 and data["statsHour"]["sum"] == 3
+    assert unknown.code != 0 and "not exist" in unknown.remark
