@@ -20,6 +20,7 @@ from tests.conformance.wire import (
     fastjson_loads,
     go_broker_addrs,
 )
+from tests.support.procs import eventually
 
 SEND_MESSAGE = 10
 PULL_MESSAGE = 11
@@ -31,6 +32,11 @@ LOCK_BATCH_MQ = 41
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_CONSUMER_CONNECTION_LIST = 203
 SEND_BATCH_MESSAGE = 320
+UPDATE_AND_CREATE_TOPIC = 17
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+DELETE_TOPIC_IN_BROKER = 215
+DELETE_TOPIC_IN_NAMESRV = 216
 
 TOPIC = "ConfGo"
 GROUP = "CG_go"
@@ -144,3 +150,33 @@ def test_a_go_consumer_reads_group_members_offsets_and_locks(dev: Dev, go: Conn)
         conns = fastjson_loads(admin.java(GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": GROUP}).body)
     (connection,) = conns["connectionSet"]
     assert connection["language"] == "GO" and connection["version"] == 317
+
+
+def go_typed(value: object, kind: type) -> None:
+    """encoding/json refuses a JSON value of the wrong type for the Go field."""
+    assert isinstance(value, kind) and not (kind is int and isinstance(value, bool)), f"{value!r} is not {kind}"
+
+
+def test_the_go_admin_creates_lists_and_deletes_a_topic_with_strictly_typed_bodies(dev: Dev, go: Conn) -> None:
+    create = {"topic": "ConfGoAdmin", "defaultTopic": "TBW102", "readQueueNums": "8", "writeQueueNums": "8",
+              "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
+    assert go.go(UPDATE_AND_CREATE_TOPIC, create).code == 0
+    groups = go.go(GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    wrapper = json.loads(groups.body)
+    go_typed(wrapper["dataVersion"]["timestamp"], int)
+    go_typed(wrapper["dataVersion"]["counter"], int)
+    assert wrapper["dataVersion"]["counter"] < 1 << 31  # Go's Counter is int32
+    config = wrapper["subscriptionGroupTable"][GROUP]
+    for key in ("consumeEnable", "consumeFromMinEnable", "consumeBroadcastEnable", "notifyConsumerIdsChangedEnable"):
+        go_typed(config[key], bool)
+    for key in ("retryMaxTimes", "retryQueueNums", "brokerId", "whichBrokerWhenConsumeSlowly"):
+        go_typed(config[key], int)
+
+    def listed() -> bool:
+        with Conn(dev.namesrv) as ns:
+            return "ConfGoAdmin" in json.loads(ns.go(GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body)["topicList"]
+    eventually(listed, timeout=10, message="the created topic is listed by the name server")
+    assert go.go(DELETE_TOPIC_IN_BROKER, {"topic": "ConfGoAdmin"}).code == 0
+    with Conn(dev.namesrv) as ns:
+        assert ns.go(DELETE_TOPIC_IN_NAMESRV, {"topic": "ConfGoAdmin"}).code == 0
+        assert ns.go(GET_ROUTEINFO_BY_TOPIC, {"topic": "ConfGoAdmin"}).code == 17
