@@ -35,7 +35,7 @@ def _part_matcher(part: str, pattern: str) -> Callable[[int], bool]:
 
 def _ipv4_parts(addr: str) -> list[int] | None:
     parts = addr.split(".")
-    if len(parts) != 4 or not all(p.isdigit() for p in parts):
+    if len(parts) != 4 or not all(p.isascii() and p.isdigit() and int(p) <= 255 for p in parts):
         return None
     return [int(p) for p in parts]
 

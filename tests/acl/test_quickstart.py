@@ -1,0 +1,42 @@
+"""The quickstart (produce, then consume with a push consumer) works with ACL on when the client has keys."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from orbitmq.client import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer, SendStatus
+from orbitmq.common.message import MessageExt
+from tests.acl.conftest import CONSUMER, AclCluster
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_a_signed_producer_and_push_consumer_exchange_messages(acl_cluster: AclCluster) -> None:
+    keys = {"access_key": CONSUMER.access_key, "secret_key": CONSUMER.secret_key}
+    topic = "AclQuickstart"
+    async with Producer("AclQuickstartProducer", namesrv_addr=acl_cluster.namesrv, **keys) as producer:
+        results = [await producer.send(Message(topic, f"hello {i}".encode())) for i in range(10)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+
+    got: set[bytes] = set()
+    all_in = asyncio.Event()
+
+    def listener(msgs: list[MessageExt]) -> ConsumeResult:
+        got.update(m.body for m in msgs)
+        if len(got) == 10:
+            all_in.set()
+        return ConsumeResult.CONSUME_SUCCESS
+
+    consumer = PushConsumer("AclGroup", namesrv_addr=acl_cluster.namesrv,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **keys)
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    await consumer.start()
+    try:
+        await asyncio.wait_for(all_in.wait(), 30)
+    finally:
+        await consumer.shutdown()
+    assert got == {f"hello {i}".encode() for i in range(10)}
+
