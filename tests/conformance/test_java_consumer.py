@@ -32,6 +32,7 @@ LOCK_BATCH_MQ = 41
 UNLOCK_BATCH_MQ = 42
 GET_MAX_OFFSET = 30
 PULL_NOT_FOUND = 19
+PULL_RETRY_IMMEDIATELY = 20
 PULL_OFFSET_MOVED = 21
 SUBSCRIPTION_PARSE_FAILED = 23
 SUBSCRIPTION_NOT_EXIST = 24
@@ -266,3 +267,11 @@ def test_a_second_member_makes_the_broker_notify_the_first(dev: Dev, consumer: C
     assert notice.code == NOTIFY_CONSUMER_IDS_CHANGED
     assert notice.flag & 1 == 0, "a request from the broker, not a response"
     assert notice.ext["consumerGroup"] == GROUP
+
+
+def test_a_pull_whose_messages_all_miss_the_filter_is_retry_immediately_past_them(consumer: Conn) -> None:
+    reply = consumer.java(PULL_MESSAGE, pull_header(0, 0, FLAG_SUSPEND | FLAG_SUBSCRIPTION, sub="TagZ",
+                                                     suspendTimeoutMillis="15000"))
+    # NO_MATCHED_MSG: the consumer pulls again at once from nextBeginOffset (no long poll).
+    assert reply.code == PULL_RETRY_IMMEDIATELY and reply.body == b""
+    assert int(reply.ext["nextBeginOffset"]) == 4
