@@ -48,6 +48,15 @@ class TopicConfig:
     def inheritable(self) -> bool:
         return bool(self.perm & PERM_INHERIT)
 
+    def __str__(self) -> str:
+        """TopicConfig.toString() of RocketMQ, which error remarks quote (perm as R/W/X letters)."""
+        perm = ("R" if self.readable else "-") + ("W" if self.writable else "-") + ("X" if self.inheritable else "-")
+        return (
+            f"TopicConfig [topicName={self.topic_name}, readQueueNums={self.read_queue_nums}, "
+            f"writeQueueNums={self.write_queue_nums}, perm={perm}, topicFilterType={self.topic_filter_type}, "
+            f"topicSysFlag={self.topic_sys_flag}, order={'true' if self.order else 'false'}]"
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "order": self.order,
