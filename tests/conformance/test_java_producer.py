@@ -165,3 +165,12 @@ def test_a_send_missing_a_required_header_field_is_refused_with_a_remark(dev: De
         ok = broker.java(SEND_MESSAGE_V2, v2_header("ConfBad", 0, {"UNIQ_KEY": "Y"}), b"y")
     assert reply.code != 0 and reply.remark and "topic" in reply.remark
     assert ok.code == 0
+
+
+def test_a_send_to_a_queue_the_topic_lacks_is_refused_with_javas_topic_config_text(dev: Dev) -> None:
+    with Conn(dev.broker) as broker:
+        assert broker.java(SEND_MESSAGE_V2, v2_header("ConfQueues", 0, {"UNIQ_KEY": "Q0"}), b"q").code == 0
+        reply = broker.java(SEND_MESSAGE_V2, v2_header("ConfQueues", 99, {"UNIQ_KEY": "Q1"}), b"q")
+    assert reply.code == 1
+    assert "request queueId[99] is illegal, TopicConfig [topicName=ConfQueues, readQueueNums=4" in reply.remark
+    assert "perm=RW-" in reply.remark
