@@ -2,7 +2,8 @@
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP, GET_ALL_CONSUMER_OFFSET,
 GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS (mqadmin brokerConsumeStats),
 QUERY_CONSUME_TIME_SPAN, QUERY_TOPIC_CONSUME_BY_WHO, INVOKE_BROKER_TO_RESET_OFFSET (§3.11) and
-INVOKE_BROKER_TO_GET_CONSUMER_STATUS (mqadmin getConsumerStatus, asked of each client).
+INVOKE_BROKER_TO_GET_CONSUMER_STATUS (mqadmin getConsumerStatus, asked of each client) and
+CLONE_GROUP_OFFSET (mqadmin cloneGroupOffset).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class GroupHandlers:
         server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, guarded(self.consumed_by))
         server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, guarded(self.reset_offset))
         server.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, guarded(self.consumer_status))
+        server.register(RequestCode.CLONE_GROUP_OFFSET, guarded(self.clone_offsets))
 
     async def create_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         data = parse_body(request)
@@ -296,3 +298,25 @@ class GroupHandlers:
                 break
         body = {"consumerTable": per_client, "messageQueueTable": jsonbody.ObjectKeyMap()}
         return request.response(body=jsonbody.dumps_legacy(body))
+
+    async def clone_offsets(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """Copy srcGroup's committed offsets of `topic` (or of all its topics) to destGroup.
+
+        Unless `offline`, topics the source group's online consumers no longer
+        subscribe to are skipped, as RocketMQ does.
+        """
+        source = text(request, "srcGroup")
+        dest = text(request, "destGroup")
+        only = optional_text(request, "topic")
+        offline = boolean(request, "offline")
+        info = self.consumers.get(source)
+        topics = [only] if only else sorted(self.offsets.topics_of_group(source))
+        for topic in topics:
+            if self.topics.get(topic) is None:
+                continue
+            if not offline and info is not None and info.subscriptions and topic not in info.subscriptions:
+                continue
+            for queue_id, offset in self.offsets.queues(source, topic).items():
+                self.offsets.commit(dest, topic, queue_id, offset)
+        self.offsets_changed()
+        return request.response(ResponseCode.SUCCESS)
