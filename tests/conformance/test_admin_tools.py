@@ -5,7 +5,7 @@ topicRoute, topicStatus (GET_TOPIC_STATS_INFO), consumerProgress
 (GET_CONSUME_STATS after the %RETRY% route), consumerConnection,
 queryMsgById (VIEW_MESSAGE_BY_ID at the address inside the id),
 queryMsgByKey / queryMsgByUniqueKey (QUERY_MESSAGE), MQAdminImpl's offset and
-time lookups, brokerConsumeStats and consume time spans, and the requests the broker relays to a client
+time lookups, brokerConsumeStats, consume time spans, cloneGroupOffset, and the requests the broker relays to a client
 (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
 """
 
@@ -49,6 +49,8 @@ GET_CONSUMER_CONNECTION_LIST = 203
 GET_CONSUME_STATS = 208
 QUERY_CONSUME_TIME_SPAN = 303
 VIEW_BROKER_STATS_DATA = 315
+CLONE_GROUP_OFFSET = 314
+QUERY_CONSUMER_OFFSET = 14
 GET_BROKER_CONSUME_STATS = 317
 GET_CONSUMER_RUNNING_INFO = 307
 CONSUME_MESSAGE_DIRECTLY = 309
@@ -378,3 +380,15 @@ def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: De
     # StatsAllSubCommand.compute24HourSum takes statsDay.sum first.
     assert data["statsDay"]["sum"] == 3 and data["statsHour"]["sum"] == 3
     assert unknown.code != 0 and "not exist" in unknown.remark
+
+
+def test_clone_group_offset_copies_the_committed_offsets(dev: Dev, sent: list[dict[str, str]]) -> None:
+    with Conn(dev.broker) as admin:
+        admin.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": "CG_src", "topic": TOPIC, "queueId": "0",
+                                            "commitOffset": "2"})
+        # mqadmin cloneGroupOffset -s CG_src -d CG_dest -t <topic> -o false
+        cloned = admin.java(CLONE_GROUP_OFFSET, {"srcGroup": "CG_src", "destGroup": "CG_dest", "topic": TOPIC,
+                                                 "offline": "false"})
+        copied = admin.java(QUERY_CONSUMER_OFFSET, {"consumerGroup": "CG_dest", "topic": TOPIC, "queueId": "0"})
+    assert cloned.code == 0, cloned.remark
+    assert copied.code == 0 and copied.ext["offset"] == "2"
