@@ -279,7 +279,7 @@ class Broker:
         await replication.start(config.listen_host, self.live.value.advertised_ip)
         self.registrar = Registrar(
             live=self.live, topics=self.topics, client=self._client, broker_addr=lambda: self.broker_addr,
-            ha_server_addr=lambda: replication.ha_server_addr(self.live.value.advertised_ip),
+            ha_server_addr=lambda: replication.ha_server_addr(self.live.value),
             on_registered=replication.on_registered,
         )
         await self.registrar.start()

@@ -85,11 +85,12 @@ class Replication:
         self._ha_addr = f"{config.broker_ip2 or advertised_ip}:{port}"
         log.info("broker %s HA service on port %d (%s)", config.broker_name, port, self._ha_addr)
 
-    def ha_server_addr(self, advertised_ip: str) -> str:
-        """What registration advertises as haServerAddr (brokerIP2:haPort)."""
+    def ha_server_addr(self, live: BrokerConfig) -> str:
+        """What registration advertises as haServerAddr: brokerIP2:haPort, the bound port on a
+        master; a slave (no HA listener) advertises what its port would be, as RocketMQ does."""
         if self._ha_addr:
             return self._ha_addr
-        return f"{self._config.broker_ip2 or advertised_ip}:{ha_listen_port(self._config)}"
+        return f"{live.broker_ip2 or live.advertised_ip}:{ha_listen_port(live)}"
 
     def on_registered(self, master_addr: str, master_ha_addr: str) -> None:
         """A NameServer named this slave's master; haMasterAddress in the config takes precedence."""

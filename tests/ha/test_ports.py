@@ -1,0 +1,20 @@
+"""Which port the HA listener binds."""
+
+from __future__ import annotations
+
+from orbitmq.broker.config import BrokerConfig
+from orbitmq.broker.ha import ha_listen_port
+
+
+def test_the_ha_port_defaults_to_the_listen_port_plus_one() -> None:
+    assert ha_listen_port(BrokerConfig.from_properties({"listenPort": "20911"})) == 20912
+
+
+def test_an_ephemeral_listen_port_gives_an_ephemeral_ha_port() -> None:
+    assert ha_listen_port(BrokerConfig.from_properties({"listenPort": "0"})) == 0
+
+
+def test_an_explicit_ha_listen_port_wins() -> None:
+    config = BrokerConfig.from_properties({"listenPort": "20911", "haListenPort": "30000"})
+    assert ha_listen_port(config) == 30000
+    assert config.ha_server_addr.endswith(":30000")
