@@ -18,6 +18,7 @@ import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from orbitmq.client.config import ClientConfig
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
@@ -94,6 +95,13 @@ class SigningRemotingClient(RemotingClient):
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         await super().invoke_oneway(addr, sign_request(cmd, self.creds))
+
+
+def acl_options(config: ClientConfig) -> dict[str, str]:
+    """The ACL keyword options of `config` (for a helper producer that must sign like its owner)."""
+    options = {"access_key": config.access_key, "secret_key": config.secret_key,
+               "security_token": config.security_token}
+    return {k: v for k, v in options.items() if v}
 
 
 def make_remoting_client(creds: AclCredentials | None, *, connect_timeout: float = 3.0) -> RemotingClient:

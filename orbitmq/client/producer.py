@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from orbitmq.client import request_reply
+from orbitmq.client.acl import acl_options
 from orbitmq.client.batch import encode_batch, split_batches
 from orbitmq.client.config import ProducerConfig, from_kwargs
 from orbitmq.client.fault import FaultStrategy
@@ -65,7 +66,8 @@ class Producer:
         trace_enabled, trace_topic = pop_trace_options(options)
         self.config: ProducerConfig = from_kwargs(ProducerConfig, group=group, **options)
         #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
-        self._tracer = SendTracer(TraceDispatcher(self.config.namesrv_addr, trace_topic), group) \
+        self._tracer = SendTracer(TraceDispatcher(self.config.namesrv_addr, trace_topic,
+                                                  client_options=acl_options(self.config)), group) \
             if trace_enabled else None
         self.group = group
         self._instance: ClientInstance | None = None

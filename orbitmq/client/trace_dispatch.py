@@ -29,7 +29,7 @@ import itertools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orbitmq.client.listener import Listener, ListenerRunner
@@ -71,9 +71,11 @@ class TraceDispatcher:
 
     def __init__(
         self, namesrv_addr: str, trace_topic: str | None = None, *, capacity: int = 2048, batch_size: int = 100,
-        max_message_bytes: int = 128_000, linger_s: float = 0.02,
+        max_message_bytes: int = 128_000, linger_s: float = 0.02, client_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.namesrv_addr = namesrv_addr
+        #: Options of the trace producer beyond the NameServer (the owner's ACL keys, client/acl.py).
+        self.client_options = dict(client_options or {})
         self.topic = trace_topic or DEFAULT_TRACE_TOPIC
         self.capacity = capacity
         self.batch_size = batch_size
@@ -142,7 +144,8 @@ class TraceDispatcher:
 
         if self._producer is None:
             producer = Producer(TRACE_PRODUCER_GROUP_PREFIX + self.topic, namesrv_addr=self.namesrv_addr,
-                                instance_name=f"orbitmq_trace_{os.getpid()}_{next(_instances)}")
+                                instance_name=f"orbitmq_trace_{os.getpid()}_{next(_instances)}",
+                                **self.client_options)
             await producer.start()
             self._producer = producer
         body: list[str] = []
