@@ -61,3 +61,22 @@ class ProducerRegistry:
     def connection_json(self, group: str) -> dict[str, Any]:
         """ProducerConnection (§4.10)."""
         return {"connectionSet": [c.connection_json() for c in self.channels(group)]}
+
+    def table_json(self) -> dict[str, Any]:
+        """ProducerTableInfo (GET_ALL_PRODUCER_INFO): every group's connections; `remoteIP`
+        is written as Java's InetSocketAddress.toString() writes it, "/ip:port"."""
+        return {
+            "data": {
+                group: [
+                    {
+                        "clientId": c.client_id,
+                        "language": c.language,
+                        "lastUpdateTimestamp": c.last_update_ms,
+                        "remoteIP": f"/{c.channel.addr}",
+                        "version": c.version,
+                    }
+                    for c in channels.values()
+                ]
+                for group, channels in self._groups.items()
+            }
+        }

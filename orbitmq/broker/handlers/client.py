@@ -145,6 +145,7 @@ class ClientHandlers:
         server.register(RequestCode.CHECK_CLIENT_CONFIG, guarded(self.check_client_config))
         server.register(RequestCode.GET_CONSUMER_RUNNING_INFO, guarded(self.forward_to_consumer))
         server.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, guarded(self.forward_to_consumer))
+        server.register(RequestCode.GET_ALL_PRODUCER_INFO, guarded(self.all_producers))
         server.on_disconnect(self.channel_closed)
 
     # --- connections --------------------------------------------------------------
@@ -280,6 +281,10 @@ class ClientHandlers:
             return bytes(found.buffer)  # copied: the forward may outlive the pinned file
         finally:
             found.release()
+
+    async def all_producers(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """mqadmin producer: every producer group's connections (ProducerTableInfo)."""
+        return request.response(body=jsonbody.dumps(self.producers.table_json()))
 
     async def consumer_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         group = text(request, "consumerGroup")
