@@ -19,6 +19,7 @@ HEART_BEAT = 34
 SEND_MESSAGE_V2 = 310
 PULL_MESSAGE = 11
 TOPIC_NOT_EXIST = 17
+GET_ALL_PRODUCER_INFO = 328
 PERM_WRITE = 2
 PERM_READ = 4
 
@@ -100,10 +101,16 @@ def test_a_heartbeat_response_carries_the_broker_version_sql92_needs(dev: Dev) -
     }
     with Conn(dev.broker) as broker:
         reply = broker.java(HEART_BEAT, None, json.dumps(body).encode())
-    assert reply.code == 0
+        assert reply.code == 0
+        # mqadmin producer: GET_ALL_PRODUCER_INFO answers ProducerTableInfo.
+        table = broker.java(GET_ALL_PRODUCER_INFO, {"brokerAddr": dev.broker})
     # brokerVersionTable records response.getVersion(); SQL92 pulls need >= V4_1_0 (232).
     assert reply.version >= 232
     assert reply.language in ("JAVA", "PYTHON")
+    assert table.code == 0, table.remark
+    (info,) = fastjson_loads(table.body)["data"]["PG_conformance"]
+    assert info["clientId"] == body["clientID"] and info["language"] == "JAVA" and info["version"] == 407
+    assert info["remoteIP"].startswith("/127.0.0.1:") and int(info["lastUpdateTimestamp"]) > 0
 
 
 def test_a_v2_send_answers_every_field_processSendResponse_reads(dev: Dev) -> None:
