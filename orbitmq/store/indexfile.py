@@ -115,6 +115,13 @@ class IndexFile:
         "path",
     )
 
+    begin_timestamp: int
+    end_timestamp: int
+    begin_phy_offset: int
+    end_phy_offset: int
+    hash_slot_count: int
+    index_count: int
+
     def __init__(self, path: str, hash_slot_num: int, index_num: int, *, create: bool) -> None:
         if hash_slot_num <= 0 or index_num <= 1:
             raise ValueError("an index file needs at least one slot and two entries")
