@@ -52,3 +52,25 @@ async def test_closing_answers_waiters_false() -> None:
     await asyncio.sleep(0)
     acks.close()
     assert not await waiter
+
+
+async def test_many_puts_started_outside_a_task_share_one_ack() -> None:
+    from orbitmq.remoting.eager import start_eagerly
+
+    acks = AckWaiters()
+    results: list[bool] = []
+
+    async def put(end: int) -> None:
+        results.append(await acks.wait(end, 5.0))
+
+    loop = asyncio.get_running_loop()
+    tasks: list[asyncio.Task[None] | None] = []
+
+    def receive() -> None:  # as a transport callback does it: outside any task
+        tasks.extend(start_eagerly(loop, put(end)) for end in range(1, 65))
+
+    loop.call_soon(receive)
+    await asyncio.sleep(0.01)
+    acks.ack(64)
+    await asyncio.gather(*(t for t in tasks if t is not None))
+    assert results == [True] * 64

@@ -57,6 +57,11 @@ class AckWaiters:
         self._pending.append((end_offset, deadline))
         if self._timer is None:
             self._arm(loop)
+        if asyncio.current_task() is None:
+            # Started eagerly (outside a task): the shared future must be awaited from inside
+            # a task, since a task registers the future its coroutine yielded only at its own
+            # first step, when another task may already have taken that future's blocking flag.
+            await asyncio.sleep(0)
         while self.acked < end_offset:
             if self._closed or loop.time() >= deadline:
                 return False
