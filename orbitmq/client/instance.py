@@ -41,6 +41,7 @@ from orbitmq.client.routes import (
     publish_queues,
     subscribe_queues,
 )
+from orbitmq.client.running_info import on_consume_message_directly, on_get_consumer_running_info
 from orbitmq.client.tasks import cancel_and_wait, sleep_or_wake
 from orbitmq.client.transaction_check import on_check_transaction_state
 from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError, TopicNotExist
@@ -126,6 +127,14 @@ class ClientInstance:
         self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.on_push_reply)
         self.remoting.register(
             RequestCode.CHECK_TRANSACTION_STATE, functools.partial(on_check_transaction_state, self.producers)
+        )
+        # Admin questions the broker forwards to a consumer group (running_info.py).
+        self.remoting.register(
+            RequestCode.GET_CONSUMER_RUNNING_INFO,
+            functools.partial(on_get_consumer_running_info, self.consumers, self.namesrv_addrs),
+        )
+        self.remoting.register(
+            RequestCode.CONSUME_MESSAGE_DIRECTLY, functools.partial(on_consume_message_directly, self.consumers)
         )
 
     # --- sharing ------------------------------------------------------------------
@@ -280,6 +289,25 @@ class ClientInstance:
                 await self.update_route(topic)
             except (RemotingError, BrokerError, ClientError) as exc:
                 log.warning("route refresh of %s failed: %s", topic, exc)
+        self.clean_offline_brokers()
+
+    def clean_offline_brokers(self) -> None:
+        """Forget broker addresses that no cached route lists any more (Java's cleanOfflineBroker).
+
+        A broker that stopped is dropped from the NameServer's routes; without
+        this its address would stay here and get heartbeats and UNREGISTER_CLIENT
+        requests for ever. A broker name with no address left goes too.
+        """
+        live = {addr for route in self.routes.values() for b in route.broker_datas for addr in b.broker_addrs.values()}
+        for name, addrs in list(self.broker_addrs.items()):
+            kept = {broker_id: addr for broker_id, addr in addrs.items() if addr in live}
+            if len(kept) == len(addrs):
+                continue
+            log.info("broker %s: forgetting offline addresses %s", name, sorted(set(addrs.values()) - set(kept.values())))
+            if kept:
+                self.broker_addrs[name] = kept
+            else:
+                del self.broker_addrs[name]
 
     async def publish_info(self, topic: str, default_topic: str, default_queue_nums: int) -> TopicPublishInfo:
         """Where a producer may write `topic`; falls back to the template topic for auto-creation."""

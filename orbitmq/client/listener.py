@@ -33,6 +33,8 @@ class ListenerRunner:
         self.executor = None if self.is_async else ThreadPoolExecutor(workers, thread_name_prefix="orbitmq-consume")
         # Async listeners get the same bound on concurrency that the pool gives sync ones.
         self.slots = asyncio.Semaphore(workers)
+        #: Called after each call with (msgs, result or None, elapsed ms): the consumer's statistics.
+        self.on_result: Callable[[list[MessageExt], Any, float], None] | None = None
 
     async def run(self, msgs: list[MessageExt]) -> Any | None:
         """The listener's result, or None when it raised or timed out (logged)."""
@@ -40,13 +42,17 @@ class ListenerRunner:
         for msg in msgs:
             msg.properties[mc.CONSUME_START_TIMESTAMP] = now
         async with self.slots:
+            started = time.monotonic()
+            result: Any = None
             try:
                 # asyncio.timeout rather than wait_for: no extra task per call, no lost cancellation.
                 async with asyncio.timeout(self.timeout_s):
                     if self.is_async:
-                        return await self.listener(msgs)
-                    loop = asyncio.get_running_loop()
-                    return await loop.run_in_executor(self.executor, self.listener, msgs)
+                        result = await self.listener(msgs)
+                    else:
+                        loop = asyncio.get_running_loop()
+                        result = await loop.run_in_executor(self.executor, self.listener, msgs)
+                return result
             except TimeoutError:
                 log.warning("listener took longer than %.0f s for %s; consuming them later",
                             self.timeout_s, [m.msg_id for m in msgs])
@@ -54,6 +60,9 @@ class ListenerRunner:
                 raise
             except Exception:
                 log.exception("listener raised for %s; consuming them later", [m.msg_id for m in msgs])
+            finally:
+                if self.on_result is not None:
+                    self.on_result(msgs, result, (time.monotonic() - started) * 1000)
         return None
 
     def close(self) -> None:

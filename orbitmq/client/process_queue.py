@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 #: A client that has not pulled a queue for this long gives it up in rebalance.
 PULL_MAX_IDLE_MS = 120_000
@@ -103,6 +103,7 @@ class ProcessQueue(Generic[M]):
         The offset is the lowest offset still in flight, or one past the highest
         offset ever pulled when nothing is left.
         """
+        self.last_consume_ms = _now_ms()
         if not self._msgs:
             return -1
         for msg in msgs:
@@ -117,6 +118,7 @@ class ProcessQueue(Generic[M]):
 
     def take_messages(self, batch_size: int) -> list[M]:
         """Move up to `batch_size` of the oldest messages to the in-consumption set."""
+        self.last_consume_ms = _now_ms()
         taken: list[M] = []
         while len(taken) < batch_size:
             first = self._first()
@@ -170,6 +172,32 @@ class ProcessQueue(Generic[M]):
 
     def has_temp_message(self) -> bool:
         return bool(self._msgs)
+
+    def info(self) -> dict[str, Any]:
+        """Java's ProcessQueueInfo fields (without commitOffset), times as wall-clock ms.
+
+        `transactionMsg*` describe the orderly in-consumption set (Java's
+        consumingMsgOrderlyTreeMap); offsets of an empty set are 0 as in Java.
+        """
+        first = self._first()
+        last = self.max_span() + first if first is not None else 0
+        # Times are kept on the monotonic clock (immune to clock steps); report them as wall time.
+        shift = int(time.time() * 1000) - _now_ms()
+        return {
+            "cachedMsgCount": len(self._msgs),
+            "cachedMsgMaxOffset": last,
+            "cachedMsgMinOffset": first if first is not None else 0,
+            "cachedMsgSizeInMiB": self.msg_size // (1024 * 1024),
+            "droped": self.dropped,  # sic: RocketMQ's field name
+            "lastConsumeTimestamp": self.last_consume_ms + shift,
+            "lastLockTimestamp": self.last_lock_ms + shift,
+            "lastPullTimestamp": self.last_pull_ms + shift,
+            "locked": self.locked,
+            "transactionMsgCount": len(self._consuming),
+            "transactionMsgMaxOffset": max(self._consuming, default=0),
+            "transactionMsgMinOffset": min(self._consuming, default=0),
+            "tryUnlockTimes": 0,  # this client never defers an unlock, so it never retries one
+        }
 
 
 def pull_delay_ms(

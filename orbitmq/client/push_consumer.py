@@ -20,12 +20,13 @@ one batch at a time, in order, and only while holding the queue's broker lock.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import enum
 import logging
 import time
 from pathlib import Path
 from typing import Any, Self
 
-from orbitmq.client.acl import acl_options
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.consume_concurrently import ConcurrentConsumeService
 from orbitmq.client.consume_orderly import OrderlyConsumeService
@@ -44,12 +45,16 @@ from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
+from orbitmq.client.running_info import ConsumerStats, consume_once
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner, pop_trace_options
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
+from orbitmq.common.jsonbody import ObjectKeyMap
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
+
+_SECRET_OPTIONS = frozenset({"access_key", "secret_key", "security_token"})
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +76,7 @@ class PushConsumer:
         trace_enabled, trace_topic = pop_trace_options(options)
         self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
         #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
-        self._trace = TraceDispatcher(self.config.namesrv_addr, trace_topic, client_options=acl_options(self.config)) \
-            if trace_enabled else None
+        self._trace = TraceDispatcher(self.config.namesrv_addr, trace_topic) if trace_enabled else None
         self.group = group
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Listener | None = None
@@ -82,6 +86,8 @@ class PushConsumer:
         self._started_ms = 0
         self._last_extra_heartbeat = 0.0
         self._side_tasks: set[asyncio.Task[None]] = set()
+        #: Pull and consume figures per topic, reported in GET_CONSUMER_RUNNING_INFO.
+        self.stats = ConsumerStats()
 
     # --- configuration ---------------------------------------------------------------
 
@@ -150,6 +156,9 @@ class PushConsumer:
                                 self.config.consume_timeout_minutes * 60.0) if self._trace is None else \
             TracedListenerRunner(self._listener, self.config.consume_thread_max,
                                  self.config.consume_timeout_minutes * 60.0, self._trace, self.group)
+        orderly = self._orderly
+        runner.on_result = lambda msgs, result, rt_ms: self.stats.consumed(msgs, result, rt_ms, orderly)
+        self._runner = runner
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService
         if self._orderly:
             self.consume_service = OrderlyConsumeService(
@@ -283,6 +292,39 @@ class PushConsumer:
         if instance is not None:  # None while shutting down
             await instance.send_heartbeat_to_all()
 
+    # --- admin questions (running_info.py) --------------------------------------------------
+
+    async def running_info(self) -> dict[str, Any]:
+        """ConsumerRunningInfo as Java's DefaultMQPushConsumerImpl fills it (the instance adds its part)."""
+        props = {_camel(f.name): _prop_text(getattr(self.config, f.name))
+                 for f in dataclasses.fields(self.config)
+                 if f.name not in _SECRET_OPTIONS and getattr(self.config, f.name) is not None}
+        props["PROP_CONSUMEORDERLY"] = "true" if self._orderly else "false"
+        props["PROP_THREADPOOL_CORE_SIZE"] = str(self.config.consume_thread_max)
+        props["PROP_CONSUMER_START_TIMESTAMP"] = str(self._started_ms)
+        props["PROP_CONSUME_TYPE"] = "CONSUME_PASSIVELY"
+        subs = sorted(self.subscriptions.values(), key=lambda sd: f"{sd.topic}@{sd.sub_string}")
+        table = []
+        if self._instance is not None:
+            for mq, pq in sorted(self.rebalancer.process_queues.items()):
+                info = pq.info()
+                info["commitOffset"] = await self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
+                table.append((mq.to_json(), info))
+        return {
+            "mqTable": ObjectKeyMap(table),
+            "properties": props,
+            "statusTable": {sd.topic: self.stats.status(sd.topic) for sd in subs},
+            "subscriptionSet": [sd.to_json_dict() for sd in subs],
+        }
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
+        """Run the listener once on `msg` (CONSUME_MESSAGE_DIRECTLY); nothing is committed or sent back."""
+        if self._instance is None:
+            raise ClientError("The consumer service state not OK (call start())")
+        # `broker_name` (where the message is stored) matters to Java's listener context; ours take only msgs.
+        self._prepare([msg])
+        return await consume_once(self._runner, msg, self._orderly)
+
     # --- pulling -------------------------------------------------------------------------------
 
     async def _pull_loop(self, mq: MessageQueue, pq: ProcessQueue[Any], offset: int) -> None:
@@ -301,7 +343,8 @@ class PushConsumer:
             if self._orderly and self.clustering and not pq.locked:
                 await asyncio.sleep(cfg.pull_time_delay_ms_when_exception / 1000)
                 continue
-            pq.last_pull_ms = int(time.monotonic() * 1000)
+            pulled_at = time.monotonic()
+            pq.last_pull_ms = int(pulled_at * 1000)
             sys_flag = PULL_FLAG_SUSPEND
             commit_offset = 0
             if self.clustering:
@@ -332,6 +375,7 @@ class PushConsumer:
                 continue
             if pq.dropped:
                 break
+            self.stats.pulled(mq.topic, (time.monotonic() - pulled_at) * 1000, len(result.messages))
             if result.status is PullStatus.FOUND:
                 offset = result.next_begin_offset
                 msgs = self._prepare(result.messages)
@@ -397,3 +441,19 @@ class PushConsumer:
 
     async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
         return await self.lookups.view_message(msg_id, topic)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _prop_text(value: Any) -> str:
+    """A config value as Java's object2Properties writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return type(value).__name__  # e.g. the allocation strategy
