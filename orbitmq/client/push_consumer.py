@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Self
 
+from orbitmq.client.acl import acl_options
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.consume_concurrently import ConcurrentConsumeService
 from orbitmq.client.consume_orderly import OrderlyConsumeService
@@ -76,7 +77,8 @@ class PushConsumer:
         trace_enabled, trace_topic = pop_trace_options(options)
         self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
         #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
-        self._trace = TraceDispatcher(self.config.namesrv_addr, trace_topic) if trace_enabled else None
+        self._trace = TraceDispatcher(self.config.namesrv_addr, trace_topic, client_options=acl_options(self.config)) \
+            if trace_enabled else None
         self.group = group
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Listener | None = None
