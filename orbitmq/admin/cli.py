@@ -23,15 +23,17 @@ from orbitmq.errors import ConfigError
     "NAMESRV_ADDR is used when -n is not given.",
 )
 @click.option("--accessKey", "access_key", envvar="ORBITMQ_ACCESS_KEY", metavar="AK",
-              help="Plain-ACL access key: every request is signed (env ORBITMQ_ACCESS_KEY).")
+              help="Plain-ACL access key: every request is signed (env ORBITMQ_ACCESS_KEY; "
+              "without it, accessKey/secretKey of $ROCKETMQ_HOME/conf/tools.yml).")
 @click.option("--secretKey", "secret_key", envvar="ORBITMQ_SECRET_KEY", metavar="SK",
               help="Secret key of --accessKey (env ORBITMQ_SECRET_KEY).")
 def admin_group(access_key: str | None, secret_key: str | None) -> None:
     """Administer topics, groups, brokers and messages (RocketMQ's mqadmin)."""
     try:
-        set_default_credentials(AclCredentials.from_options(access_key, secret_key))
+        credentials = AclCredentials.from_options(access_key, secret_key)
     except ConfigError as exc:
         raise click.UsageError(f"--accessKey and --secretKey: {exc}") from None
+    set_default_credentials(credentials or acl.tools_yml_credentials())
 
 
 for _module in (topic, cluster, broker, consumer, offset, message, trace, acl):

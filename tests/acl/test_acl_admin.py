@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -18,11 +20,14 @@ from tests.support.procs import eventually
 pytestmark = pytest.mark.timeout(60)
 
 
-def mqadmin(cluster: AclCluster, *args: str, creds: AclCredentials | None = ADMIN) -> subprocess.CompletedProcess[str]:
+def mqadmin(
+    cluster: AclCluster, *args: str, creds: AclCredentials | None = ADMIN, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     keys = ["--accessKey", creds.access_key, "--secretKey", creds.secret_key] if creds else []
+    clean = {k: v for k, v in os.environ.items() if k not in ("ROCKETMQ_HOME", "ORBITMQ_ACCESS_KEY", "ORBITMQ_SECRET_KEY")}
     return subprocess.run(
         [sys.executable, "-m", "orbitmq", "admin", *keys, *args, "-n", cluster.namesrv],
-        check=False, capture_output=True, text=True, timeout=30,
+        check=False, capture_output=True, text=True, timeout=30, env={**clean, **(env or {})},
     )
 
 
@@ -76,6 +81,8 @@ def test_mqadmin_acl_commands_are_refused_without_an_admin_account(own_acl_clust
     assert as_user.returncode == 1 and "Need admin permission" in as_user.stderr
     unsigned = mqadmin(cluster, "updateGlobalWhiteAddr", "-b", cluster.broker, "-g", "*", creds=None)
     assert unsigned.returncode == 1 and "No accessKey" in unsigned.stderr
+    half = mqadmin(cluster, "getAclConfig", "-b", cluster.broker, creds=None, env={"ORBITMQ_ACCESS_KEY": "x"})
+    assert half.returncode == 2
     bad = mqadmin(cluster, "updateAclConfig", "-b", cluster.broker, "-a", "short", "-s", "secret12345")
     assert bad.returncode == 1 and "longer than 6" in bad.stderr
     typo = mqadmin(cluster, "updateAclConfig", "-b", cluster.broker, "-a", "someone001", "-t", "topicA=READ")
@@ -108,3 +115,15 @@ async def test_a_changed_plain_acl_yml_is_picked_up_without_restart(own_acl_clus
                message="the broker did not report the broken ACL file")
     assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=ADMIN)).code == ResponseCode.SUCCESS
     assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
+
+
+def test_mqadmin_reads_keys_from_rocketmq_home_conf_tools_yml(own_acl_cluster: AclCluster, tmp_path: Path) -> None:
+    cluster = own_acl_cluster
+    home = tmp_path / "rocketmq_home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "tools.yml").write_text(f"accessKey: {ADMIN.access_key}\nsecretKey: {ADMIN.secret_key}\n")
+    done = mqadmin(cluster, "clusterAclConfigVersion", "-b", cluster.broker, creds=None, env={"ROCKETMQ_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    (home / "conf" / "tools.yml").write_text("accessKey: [unclosed\n")
+    broken = mqadmin(cluster, "clusterAclConfigVersion", "-b", cluster.broker, creds=None, env={"ROCKETMQ_HOME": str(home)})
+    assert broken.returncode == 2 and "tools.yml" in broken.stderr

@@ -4,21 +4,48 @@ updateAclConfig, deleteAclConfig (also deleteAccessConfig), updateGlobalWhiteAdd
 clusterAclConfigVersion and getAclConfig. Each targets one broker (-b) or
 every master of a cluster (-c). A broker with ACL on accepts them only from
 an admin account: pass it with `--accessKey/--secretKey` before the command
-name, or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY.
+name, or ORBITMQ_ACCESS_KEY / ORBITMQ_SECRET_KEY, or, as RocketMQ's mqadmin
+reads it, `accessKey:` / `secretKey:` in $ROCKETMQ_HOME/conf/tools.yml.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+from collections.abc import Mapping
 
 import click
+import yaml
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.broker import target_addrs
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.client.acl import AclCredentials
 from orbitmq.common import jsonbody
 
 _PERMS = ("DENY", "PUB", "SUB", "PUB|SUB", "SUB|PUB")
+
+
+def tools_yml_credentials(env: Mapping[str, str] = os.environ) -> AclCredentials | None:
+    """Keys from $ROCKETMQ_HOME/conf/tools.yml, or None when there is no such file or it names no keys.
+
+    A file that exists but cannot be read as YAML is a usage error rather than
+    a silent fallback to unsigned requests.
+    """
+    home = env.get("ROCKETMQ_HOME")
+    if not home:
+        return None
+    path = os.path.join(home, "conf", "tools.yml")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, yaml.YAMLError) as exc:
+        raise click.UsageError(f"cannot read {path}: {exc}") from None
+    if not isinstance(doc, dict) or not doc.get("accessKey") or not doc.get("secretKey"):
+        return None
+    return AclCredentials(str(doc["accessKey"]), str(doc["secretKey"]))
 
 
 def _one_target(broker_addr: str | None, cluster: str | None) -> None:
