@@ -120,7 +120,9 @@ class HAMaster:
         finally:
             self.connections -= 1
             self._handlers.discard(task)
-            writer.close()
+            # Drop unsent frames at once: they may still point into mapped CommitLog files,
+            # and the slave resumes from its own offset anyway.
+            writer.transport.abort()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
