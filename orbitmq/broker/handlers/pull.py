@@ -13,6 +13,7 @@ slices are released after the write.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
@@ -55,6 +56,11 @@ def subscription_from_expression(topic: str, expression: str | None, expression_
         raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription[{expression}] failed")
     codes = frozenset(_int32(java_string_hash(t)) for t in tags)
     return Subscription(topic, expression, tags, codes, version)
+
+
+#: Pulls repeat the same expression with every request: build each subscription once.
+#: Subscriptions are frozen, so sharing one between pulls is safe.
+_cached_subscription = functools.lru_cache(maxsize=4096)(subscription_from_expression)
 
 
 #: GetMessageStatus -> response code for statuses whose code does not depend on the offset.
@@ -111,7 +117,7 @@ class PullHandler:
     def _subscription(self, request: RemotingCommand, group: str, topic: str, sys_flag: int) -> Subscription:
         sub_version = integer(request, "subVersion", 0)
         if sys_flag & FLAG_SUBSCRIPTION:
-            return subscription_from_expression(
+            return _cached_subscription(
                 topic, request.field("subscription"), optional_text(request, "expressionType", "TAG") or "TAG",
                 sub_version,
             )
