@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orbitmq.broker.acl import plain_config
 from orbitmq.broker.acl.addresses import compile_address
 from orbitmq.broker.acl.errors import AclError
 from orbitmq.broker.acl.permission import ANY, DENY, PUB, SUB, allows, parse_perm
 from orbitmq.broker.acl.plain_config import AccountUpdate
+from orbitmq.broker.acl.validator import AclValidator
+from orbitmq.remoting.command import RemotingCommand
+from tests.acl.conftest import PLAIN_ACL
 
 
 @pytest.mark.parametrize(("pattern", "inside", "outside"), [
@@ -94,3 +100,34 @@ def test_edits_bump_the_version_and_a_refused_edit_leaves_the_file_alone(tmp_pat
     reloaded = plain_config.load_file(path)
     assert set(reloaded.accounts) == {"RocketMQ"} and reloaded.global_white_addrs == ("10.0.0.*",)
     assert reloaded.counter == 4 == acl.counter
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    code=st.sampled_from([10, 11, 12, 14, 15, 34, 35, 36, 38, 310, 320, 324, 325, 17, 25, 50, 215, 9999]),
+    fields=st.dictionaries(st.sampled_from(["topic", "b", "a", "group", "consumerGroup", "AccessKey", "Signature",
+                                            "_UNIQUE_KEY_QUERY", "x"]), st.text(max_size=12), max_size=6),
+    body=st.one_of(st.none(), st.binary(max_size=64), st.just(b'{"consumerDataSet":[1,{"groupName":null}]}')),
+    host=st.sampled_from(["127.0.0.1", "10.0.0.1", "::1", ""]),
+)
+def test_the_validator_answers_any_request_with_a_pass_or_an_acl_error(
+    tmp_path_factory: pytest.TempPathFactory, code: int, fields: dict[str, str], body: bytes | None, host: str
+) -> None:
+    validator = _fuzz_validator(str(tmp_path_factory.getbasetemp()))
+    request = RemotingCommand.request(code, dict(fields), body)
+    try:
+        validator.check(request, host)
+    except AclError:
+        return
+    # Whatever passed carried a valid signature of a known account: random fields never do.
+    raise AssertionError(f"passed: {code} {fields} {body!r}")
+
+
+
+@functools.cache
+def _fuzz_validator(root: str) -> AclValidator:
+    path = Path(root) / "fuzz_plain_acl.yml"
+    path.write_text(PLAIN_ACL)
+    validator = AclValidator(str(path))
+    validator.load()
+    return validator
