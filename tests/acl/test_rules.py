@@ -15,6 +15,7 @@ from orbitmq.broker.acl.addresses import compile_address
 from orbitmq.broker.acl.errors import AclError
 from orbitmq.broker.acl.permission import ANY, DENY, PUB, SUB, allows, parse_perm
 from orbitmq.broker.acl.plain_config import AccountUpdate
+from orbitmq.broker.acl.resources import needed_resources
 from orbitmq.broker.acl.validator import AclValidator
 from orbitmq.remoting.command import RemotingCommand
 from tests.acl.conftest import PLAIN_ACL
@@ -107,7 +108,11 @@ def test_edits_bump_the_version_and_a_refused_edit_leaves_the_file_alone(tmp_pat
     code=st.sampled_from([10, 11, 12, 14, 15, 34, 35, 36, 38, 310, 320, 324, 325, 17, 25, 50, 215, 9999]),
     fields=st.dictionaries(st.sampled_from(["topic", "b", "a", "group", "consumerGroup", "AccessKey", "Signature",
                                             "_UNIQUE_KEY_QUERY", "x"]), st.text(max_size=12), max_size=6),
-    body=st.one_of(st.none(), st.binary(max_size=64), st.just(b'{"consumerDataSet":[1,{"groupName":null}]}')),
+    body=st.one_of(st.none(), st.binary(max_size=64), st.sampled_from([
+        b'{"consumerDataSet":[1,{"groupName":null}]}', b'{"consumerDataSet":5}', b"[1]", b"null",
+        b'{"consumerDataSet":[{"groupName":"g","subscriptionDataSet":7}]}',
+        b'{"consumerDataSet":[{"groupName":{"x":1},"subscriptionDataSet":[{"topic":[1]},"t"]}]}',
+    ])),
     host=st.sampled_from(["127.0.0.1", "10.0.0.1", "::1", ""]),
 )
 def test_the_validator_answers_any_request_with_a_pass_or_an_acl_error(
@@ -115,6 +120,10 @@ def test_the_validator_answers_any_request_with_a_pass_or_an_acl_error(
 ) -> None:
     validator = _fuzz_validator(str(tmp_path_factory.getbasetemp()))
     request = RemotingCommand.request(code, dict(fields), body)
+    try:  # what a request touches is read before its signature matters: it must not crash either
+        assert all(isinstance(name, str) and perm in (PUB, SUB) for name, perm in needed_resources(request))
+    except AclError:
+        pass
     try:
         validator.check(request, host)
     except AclError:

@@ -40,16 +40,30 @@ def _heartbeat(request: RemotingCommand) -> Needed:
         data = loads(request.body_bytes())
     except Exception as exc:  # noqa: BLE001 - any parse failure is an ACL refusal, not a crash
         raise AclError(f"heartbeat body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise AclError("heartbeat body is not a JSON object")
     needed: Needed = []
-    consumers = data.get("consumerDataSet") if isinstance(data, dict) else None
-    for consumer in consumers or ():
+    for consumer in _list(data.get("consumerDataSet"), "consumerDataSet"):
         if not isinstance(consumer, dict):
             raise AclError("heartbeat body: consumerDataSet holds a non-object")
-        needed.append((_group(consumer.get("groupName")), SUB))
-        for sub in consumer.get("subscriptionDataSet") or ():
-            if isinstance(sub, dict):
-                needed.append((str(sub.get("topic") or ""), SUB))
+        needed.append((_group(_text(consumer.get("groupName"))), SUB))
+        for sub in _list(consumer.get("subscriptionDataSet"), "subscriptionDataSet"):
+            if not isinstance(sub, dict):
+                raise AclError("heartbeat body: subscriptionDataSet holds a non-object")
+            needed.append((_text(sub.get("topic")), SUB))
     return needed
+
+
+def _list(value: object, name: str) -> list[object]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise AclError(f"heartbeat body: {name} is not a list")
+    return value
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
 
 
 def needed_resources(request: RemotingCommand) -> Needed:
