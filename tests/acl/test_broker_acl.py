@@ -129,3 +129,12 @@ async def test_the_vip_channel_serves_every_code_but_pull_and_checks_acl_too(acl
     assert refused(await call(fast, RequestCode.GET_BROKER_RUNTIME_INFO), "No accessKey is configured")
     pull = await call(fast, RequestCode.PULL_MESSAGE, pull_fields("AclPub", "AclGroup"), creds=CONSUMER)
     assert pull.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+async def test_a_producer_may_unregister_without_any_group_right(acl_cluster: AclCluster) -> None:
+    fields = {"clientID": "127.0.0.1@acl", "producerGroup": "AclProducerGroup"}
+    response = await call(acl_cluster.broker, RequestCode.UNREGISTER_CLIENT, fields, creds=PUBLISHER)
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    fields = {"clientID": "127.0.0.1@acl", "consumerGroup": "OtherGroup"}
+    response = await call(acl_cluster.broker, RequestCode.UNREGISTER_CLIENT, fields, creds=PUBLISHER)
+    assert refused(response, "group OtherGroup")

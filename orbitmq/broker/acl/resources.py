@@ -83,7 +83,9 @@ def needed_resources(request: RemotingCommand) -> Needed:
     if code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
         return [(_group(fields.get("consumerGroup")), SUB), (fields.get("topic") or "", SUB)]
     if code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
-        return [(_group(fields.get("consumerGroup")), SUB)]
+        group = fields.get("consumerGroup")
+        # A producer leaving names no consumer group: nothing to check beyond the signature.
+        return [(_group(group), SUB)] if group else []
     if code == RequestCode.HEART_BEAT:
         return _heartbeat(request)
     return []
