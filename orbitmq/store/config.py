@@ -184,9 +184,17 @@ class StoreConfig:
         for name in (
             "flush_interval_commit_log", "flush_interval_consume_queue", "sync_flush_timeout",
             "clean_resource_interval", "max_hash_slot_num", "max_index_num",
+            "ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size",
+            "ha_slave_fallbehind_max",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_camel(name)} must be positive")
+        if not -1 <= self.ha_listen_port <= 65535:
+            raise ConfigError(f"haListenPort {self.ha_listen_port} is not a TCP port (-1: listenPort + 1)")
+        if self.ha_master_address:
+            host, sep, port = self.ha_master_address.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ConfigError(f"haMasterAddress {self.ha_master_address!r} is not host:port")
 
     # --- properties ----------------------------------------------------------
 
