@@ -123,10 +123,13 @@ class GroupHandlers:
         only = optional_text(request, "topic")
         topics = [only] if only else sorted(self.offsets.topics_of_group(group))
         table = jsonbody.ObjectKeyMap()
+        info = self.consumers.get(group)
         for topic in topics:
             config = self.topics.get(topic)
-            if config is not None:
-                table.extend(self._offset_rows(group, topic, config.write_queue_nums))
+            # As RocketMQ: while the group is online, a topic it no longer subscribes to is left out.
+            if config is None or (info is not None and info.subscriptions and topic not in info.subscriptions):
+                continue
+            table.extend(self._offset_rows(group, topic, config.write_queue_nums))
         body = {"consumeTps": self.stats.consume_tps(group, topics), "offsetTable": table}
         return request.response(body=jsonbody.dumps_legacy(body))
 
