@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from tests.support.procs import ServerProcess
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "HaTopic"
+RESUMED = re.compile(r"replicating from master \S+ at offset (\d+)")
+HA_PORT = re.compile(r"HA service on port (\d+)")
 
 
 @pytest.fixture
@@ -97,8 +100,9 @@ async def test_messages_sent_to_the_master_appear_byte_identical_in_the_slave_an
     assert await _pulled_bodies(client, slave) == bodies
 
 
+@pytest.mark.parametrize("how", ["stopped", "killed"])
 async def test_the_slave_restarts_and_resumes_replication_from_its_own_max_offset(
-    tmp_path: Path, procs: list[ServerProcess], client: RemotingClient
+    tmp_path: Path, procs: list[ServerProcess], client: RemotingClient, how: str
 ) -> None:
     cluster = Cluster(tmp_path, procs)
     bodies = [_body(i) for i in range(10)]
@@ -106,14 +110,30 @@ async def test_the_slave_restarts_and_resumes_replication_from_its_own_max_offse
     cluster.start_slave()
     await until(cluster.replicated)
     assert cluster.slave is not None
-    assert cluster.slave.stop() == 0
+    if how == "killed":
+        cluster.slave.kill()
+    else:
+        assert cluster.slave.stop() == 0
+    held = len(commit_log(tmp_path, "slave").rstrip(b"\0"))
     await _send_all(client, cluster.master.addr, bodies[5:])
-    resumed_from = len(commit_log(tmp_path, "slave").rstrip(b"\0"))
     slave = cluster.start_slave()
     await until(cluster.replicated)
-    assert any(f"at offset {resumed_from}" in line for line in cluster.slave.output), "".join(cluster.slave.output)
+    resumed = [int(m.group(1)) for line in cluster.slave.output if (m := RESUMED.search(line))]
+    assert resumed and 0 < resumed[0] <= held, "".join(cluster.slave.output)
     await until(lambda: _has_topic(client, slave, TOPIC))
     assert await _pulled_bodies(client, slave) == bodies
+
+
+async def test_a_slave_replicates_from_its_configured_ha_master_address_without_a_name_server(
+    tmp_path: Path, procs: list[ServerProcess], client: RemotingClient
+) -> None:
+    cluster = Cluster(tmp_path, procs)
+    ports = [int(m.group(1)) for line in cluster.master.output if (m := HA_PORT.search(line))]
+    assert ports, "".join(cluster.master.output)
+    conf = broker_conf(tmp_path, "slave", "", "SLAVE", haMasterAddress=f"127.0.0.1:{ports[0]}")
+    procs.append(start_broker(conf))
+    await _send_all(client, cluster.master.addr, [_body(i) for i in range(5)])
+    await until(cluster.replicated)
 
 
 async def test_a_sync_master_answers_slave_not_available_without_a_slave_and_send_ok_once_it_acks(
