@@ -294,7 +294,7 @@ def fastjson_loads_object_keys(body: bytes) -> dict:
             return obj()
         if text[pos] == "[":
             pos += 1
-            items = []
+            items: list[object] = []
             skip()
             if text[pos] == "]":
                 pos += 1
@@ -383,7 +383,7 @@ def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: De
         float(data[window]["avgpt"])
     # StatsAllSubCommand.compute24HourSum takes statsDay.sum first.
     assert data["statsDay"]["sum"] == 3 and data["statsHour"]["sum"] == 3
-    assert unknown.code != 0 and "not exist" in unknown.remark
+    assert unknown.code != 0 and "not exist" in (unknown.remark or "")
 
 
 def test_clone_group_offset_copies_the_committed_offsets(dev: Dev, sent: list[dict[str, str]]) -> None:

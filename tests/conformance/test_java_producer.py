@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from tests.conformance.conftest import Dev
 from tests.conformance.wire import Conn, decode_records, encode_properties, fastjson_loads
@@ -24,10 +25,10 @@ PERM_WRITE = 2
 PERM_READ = 4
 
 
-def publish_queues(route: dict) -> list[tuple[str, int]]:
+def publish_queues(route: dict[str, Any]) -> list[tuple[str, int]]:
     """MQClientInstance.topicRouteData2TopicPublishInfo without orderTopicConf: writable master queues."""
     masters = {bd["brokerName"]: bd["brokerAddrs"] for bd in route["brokerDatas"]}
-    out = []
+    out: list[tuple[str, int]] = []
     for qd in sorted(route["queueDatas"], key=lambda q: q["brokerName"]):
         if not qd["perm"] & PERM_WRITE:
             continue
@@ -178,6 +179,6 @@ def test_a_send_to_a_queue_the_topic_lacks_is_refused_with_javas_topic_config_te
     with Conn(dev.broker) as broker:
         assert broker.java(SEND_MESSAGE_V2, v2_header("ConfQueues", 0, {"UNIQ_KEY": "Q0"}), b"q").code == 0
         reply = broker.java(SEND_MESSAGE_V2, v2_header("ConfQueues", 99, {"UNIQ_KEY": "Q1"}), b"q")
-    assert reply.code == 1
+    assert reply.code == 1 and reply.remark is not None
     assert "request queueId[99] is illegal, TopicConfig [topicName=ConfQueues, readQueueNums=4" in reply.remark
     assert "perm=RW-" in reply.remark

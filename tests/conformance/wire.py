@@ -112,17 +112,17 @@ def parse_reply(frame: bytes) -> Reply:
     pos += max(remark_len, 0)
     (ext_len,) = struct.unpack_from(">i", header, pos)
     pos += 4
-    ext: dict[str, str] = {}
+    fields: dict[str, str] = {}
     end = pos + ext_len
     while pos < end:
         (klen,) = struct.unpack_from(">h", header, pos)
         key = header[pos + 2 : pos + 2 + klen].decode()
         pos += 2 + klen
         (vlen,) = struct.unpack_from(">i", header, pos)
-        ext[key] = header[pos + 4 : pos + 4 + vlen].decode()
+        fields[key] = header[pos + 4 : pos + 4 + vlen].decode()
         pos += 4 + vlen
     assert pos == len(header), "binary header has trailing bytes"
-    return Reply(code, lang, version, opaque, flag, remark, ext, body, 1)
+    return Reply(code, lang, version, opaque, flag, remark, fields, body, 1)
 
 
 class Conn:
