@@ -20,7 +20,7 @@ from typing import Any
 
 from orbitmq.broker.schedule import parse_delay_levels
 from orbitmq.errors import ConfigError
-from orbitmq.store.config import StoreConfig
+from orbitmq.store.config import BrokerRole, StoreConfig
 
 #: RocketMQ's delay level table (messageDelayLevel), levels 1..18.
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -203,6 +203,9 @@ class BrokerConfig:
             raise ConfigError(f"listenPort {self.listen_port} is not a TCP port")
         if self.broker_id < 0:
             raise ConfigError(f"brokerId {self.broker_id} must not be negative")
+        if self.store.broker_role is BrokerRole.SLAVE and self.broker_id == 0:
+            # Id 0 is the master's in every route; a slave registered under it would replace it.
+            raise ConfigError("brokerRole=SLAVE needs a brokerId greater than 0")
         if not self.broker_name or not self.broker_cluster_name:
             raise ConfigError("brokerName and brokerClusterName must not be empty")
         if self.default_topic_queue_nums <= 0:

@@ -37,3 +37,8 @@ def test_an_explicit_ha_listen_port_wins() -> None:
 def test_an_unusable_ha_setting_is_refused_with_its_name(key: str, value: str) -> None:
     with pytest.raises(ConfigError, match=key):
         BrokerConfig.from_properties({key: value})
+
+
+def test_a_slave_with_the_master_broker_id_is_refused() -> None:
+    with pytest.raises(ConfigError, match="brokerId"):
+        BrokerConfig.from_properties({"brokerRole": "SLAVE", "brokerId": "0"})
