@@ -42,8 +42,8 @@ CHECK_CLIENT_CONFIG = 46
 
 TOPIC = "ConfConsume"
 GROUP = "CG_conformance"
-# PullSysFlag.buildSysFlag(commitOffset, suspend, subscription, classFilter)
-FLAG_COMMIT, FLAG_SUSPEND, FLAG_SUBSCRIPTION = 1, 2, 4
+# PullSysFlag.buildSysFlag(commitOffset, suspend, subscription, classFilter, litePull)
+FLAG_COMMIT, FLAG_SUSPEND, FLAG_SUBSCRIPTION, FLAG_LITE_PULL = 1, 2, 4, 16
 
 
 def java_hash(s: str) -> int:
@@ -275,3 +275,12 @@ def test_a_pull_whose_messages_all_miss_the_filter_is_retry_immediately_past_the
     # NO_MATCHED_MSG: the consumer pulls again at once from nextBeginOffset (no long poll).
     assert reply.code == PULL_RETRY_IMMEDIATELY and reply.body == b""
     assert int(reply.ext["nextBeginOffset"]) == 4
+
+
+def test_a_lite_pull_consumer_pull_is_served_like_any_other(dev: Dev) -> None:
+    # DefaultLitePullConsumer sets the lite-pull bit (1 << 4); the broker reads the others only.
+    with Conn(dev.broker) as lite:
+        reply = lite.java(PULL_MESSAGE, pull_header(0, 0, FLAG_SUBSCRIPTION | FLAG_LITE_PULL, sub="*",
+                                                    consumerGroup="CG_lite"))
+    assert reply.code == 0, reply.remark
+    assert len(decode_records(reply.body)) == 4
