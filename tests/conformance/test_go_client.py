@@ -88,6 +88,8 @@ def test_a_go_route_lookup_parses_with_gjson_and_its_broker_addrs_split(dev: Dev
     with Conn(dev.namesrv) as ns:
         reply = ns.go(GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
     assert reply.code == 0 and reply.body
+    # Version 317 < 401: the legacy form with bare broker ids, which Go's splitting expects (§4.2).
+    assert b'"brokerAddrs":{0:"' in reply.body
     route = fastjson_loads(reply.body)
     assert all(isinstance(q["perm"], int) and isinstance(q["writeQueueNums"], int) for q in route["queueDatas"])
     assert go_broker_addrs(reply.body) == [{0: dev.broker}]

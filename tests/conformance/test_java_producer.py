@@ -54,7 +54,8 @@ def test_a_java_route_lookup_gets_standard_json_with_a_reachable_master(dev: Dev
     with Conn(dev.namesrv) as ns:
         reply = ns.java(GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
     assert reply.code == 0 and reply.flag & 1
-    # version 407 >= 401: quoted keys, so even a strict JSON parser reads it.
+    # version 407 >= 401: quoted keys, so even a strict JSON parser reads it (§4.2).
+    assert b'"brokerAddrs":{"0":"' in reply.body
     route = json.loads(reply.body)
     assert set(route) >= {"queueDatas", "brokerDatas", "filterServerTable"}
     qd = route["queueDatas"][0]
