@@ -142,6 +142,12 @@ class HAMaster:
         begin = start_offset(first, master_max, settings.commit_log_file_size)
         self._ack(first)
         pusher = asyncio.ensure_future(self._push(writer, begin))
+        # A pusher that fails (socket error) ends the read below at once, not at the next report.
+        def on_pusher_done(task: asyncio.Future[None]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                writer.transport.abort()
+
+        pusher.add_done_callback(on_pusher_done)
         try:
             while not pusher.done():
                 data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
