@@ -140,6 +140,9 @@ class HAMaster:
         if first > master_max:
             raise FrameError(f"slave reports offset {first}, past this master's end {master_max}")
         begin = start_offset(first, master_max, settings.commit_log_file_size)
+        oldest = self.store.get_min_phy_offset()
+        if begin < oldest:
+            raise FrameError(f"slave needs offset {begin}, but the oldest CommitLog byte kept is at {oldest}")
         self._ack(first)
         pusher = asyncio.ensure_future(self._push(writer, begin))
         # A pusher that fails (socket error) ends the read below at once, not at the next report.
