@@ -9,7 +9,8 @@ pull at an offset, batch send and offset reports. One `Cluster` serves one
 process (or one task) and is closed by its owner; asyncio objects never
 cross a process boundary.
 
-When credentials are configured every request is signed (plain ACL).
+When credentials are configured every request is signed (plain ACL, by
+the client's `acl.SigningRemotingClient`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from enum import Enum
 from types import TracebackType
 from typing import Self
 
+from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.routes import PERM_READ, PERM_WRITE, TopicRouteData
 from orbitmq.errors import BrokerError, ClientError, ConnectError, NoRouteError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
@@ -39,7 +41,6 @@ from orbitmq.remoting.headers import (
 )
 from orbitmq.remoting.loop import loop_factory
 from orbitmq.remoting.transport import RemotingClient
-from orbitmq.spark.acl import sign
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.spark.options import ConnectionOptions
 
@@ -103,7 +104,10 @@ class Cluster:
         # install and remove a SIGINT handler on every call, which costs more
         # than a pull when Spark's worker runs us on its main thread.
         self._loop = loop_factory()()
-        self._client = RemotingClient(connect_timeout=min(3.0, options.request_timeout_s))
+        # With credentials the client's signing RemotingClient signs every request (plain ACL).
+        creds = AclCredentials(options.access_key, options.secret_key) \
+            if options.access_key and options.secret_key else None
+        self._client: RemotingClient = make_remoting_client(creds, connect_timeout=min(3.0, options.request_timeout_s))
         self._routes: dict[str, TopicRoute] = {}
         self._closed = False
 
@@ -128,12 +132,9 @@ class Cluster:
 
     # --- requests -------------------------------------------------------------
 
-    def _request(self, code: int, header: CommandHeader, body: bytes | list[bytes] | None = None) -> RemotingCommand:
-        """A request with the header's fields, signed when credentials are set."""
-        cmd = RemotingCommand.request(code, header.to_ext_fields(), body)
-        if self._options.access_key and self._options.secret_key:
-            sign(cmd, self._options.access_key, self._options.secret_key)
-        return cmd
+    @staticmethod
+    def _request(code: int, header: CommandHeader, body: bytes | list[bytes] | None = None) -> RemotingCommand:
+        return RemotingCommand.request(code, header.to_ext_fields(), body)
 
     def _invoke(self, addr: str, code: int, header: CommandHeader, body: bytes | list[bytes] | None = None,
                 timeout: float | None = None) -> RemotingCommand:

@@ -6,11 +6,11 @@ import zlib
 
 import pytest
 
+from orbitmq.client.acl import AclCredentials, sign_request, signature
 from orbitmq.common.properties import encode_properties_bytes
 from orbitmq.common.record import encode_record
 from orbitmq.errors import CorruptRecord
 from orbitmq.remoting.command import RemotingCommand
-from orbitmq.spark.acl import sign, signature
 from orbitmq.spark.records import Columns, decode_into, store_timestamps, tag_filter
 
 
@@ -85,7 +85,7 @@ def test_malformed_property_pairs_are_skipped_as_java_skips_them() -> None:
 def test_acl_signature_matches_the_protocol_test_vector() -> None:
     assert signature({"topic": "T", "AccessKey": "ak"}, b"", "sk") == "vX6jW2Q9g11lvMjNC+gReuZ8fTQ="
     cmd = RemotingCommand.request(105, {"topic": "T"})
-    sign(cmd, "ak", "sk")
+    sign_request(cmd, AclCredentials("ak", "sk"))
     assert cmd.ext_fields == {"topic": "T", "AccessKey": "ak", "Signature": "vX6jW2Q9g11lvMjNC+gReuZ8fTQ="}
 
 
