@@ -10,7 +10,13 @@ Owned by the broker's event loop; not thread-safe.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
+
+#: BrokerStatsData's windows (statsMinute, statsHour, statsDay) in ms. Each keeps about sixty
+#: snapshots of the per-(group, topic) counters, so a window's figures cover between the
+#: window and a sixtieth more (plus one sample interval).
+GET_WINDOWS_MS = (60_000, 3_600_000, 86_400_000)
 
 
 def _day(now_ms: int) -> int:
@@ -31,6 +37,11 @@ class BrokerStats:
         self.get_today_morning = 0
         self.get_yesterday_morning = 0
         self._group_gets: dict[tuple[str, str], int] = {}
+        self._group_pulls: dict[tuple[str, str], int] = {}
+        # Per window: (sample time, gets, pulls) snapshots, oldest first; the first one is the baseline.
+        self._get_history: dict[int, deque[tuple[int, dict[tuple[str, str], int], dict[tuple[str, str], int]]]] = {
+            w: deque([(self.boot_timestamp, {}, {})]) for w in GET_WINDOWS_MS
+        }
         # Rates from the last two samples.
         self._last_sample_ms = self.boot_timestamp
         self._last_put = 0
@@ -47,6 +58,7 @@ class BrokerStats:
         self.get_total += count
         key = (group, topic)
         self._group_gets[key] = self._group_gets.get(key, 0) + count
+        self._group_pulls[key] = self._group_pulls.get(key, 0) + 1
 
     def sample(self) -> None:
         """Roll the day counters and recompute the rates since the previous sample."""
@@ -64,10 +76,36 @@ class BrokerStats:
         self.group_tps = {
             key: (count - self._last_group_gets.get(key, 0)) / elapsed for key, count in self._group_gets.items()
         }
+        self._remember_gets(now)
         self._last_sample_ms = now
         self._last_put = self.put_total
         self._last_get = self.get_total
         self._last_group_gets = dict(self._group_gets)
+
+    def _remember_gets(self, now: int) -> None:
+        for window, history in self._get_history.items():
+            if now - history[-1][0] >= window // 60:
+                history.append((now, dict(self._group_gets), dict(self._group_pulls)))
+            # Drop a baseline once the next snapshot alone covers the window.
+            while len(history) > 1 and now - history[1][0] >= window:
+                history.popleft()
+
+    def group_get_windows(self, group: str, topic: str) -> dict[str, dict[str, float]] | None:
+        """GROUP_GET_NUMS as BrokerStatsData: per window the messages the group pulled from
+        the topic (`sum`), their rate (`tps`) and messages per pull (`avgpt`); None when the
+        group never pulled the topic (RocketMQ has no stats item then)."""
+        key = (group, topic)
+        if key not in self._group_gets:
+            return None
+        now = self._clock_ms()
+        out: dict[str, dict[str, float]] = {}
+        for name, window in zip(("statsMinute", "statsHour", "statsDay"), GET_WINDOWS_MS):
+            base_ms, gets, pulls = self._get_history[window][0]
+            count = self._group_gets[key] - gets.get(key, 0)
+            calls = self._group_pulls[key] - pulls.get(key, 0)
+            elapsed = max(now - base_ms, 1)
+            out[name] = {"avgpt": count / calls if calls else 0.0, "sum": count, "tps": count * 1000.0 / elapsed}
+        return out
 
     def consume_tps(self, group: str, topics: list[str]) -> float:
         return sum(self.group_tps.get((group, t), 0.0) for t in topics)

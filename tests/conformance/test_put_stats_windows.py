@@ -1,5 +1,6 @@
-"""TOPIC_PUT_NUMS windows count exactly the messages stored inside them, whichever neighbour
-the store's nearest-time lookup answers (4.9.7's getOffsetInQueueByTime picks the closer one)."""
+"""VIEW_BROKER_STATS_DATA's windows. TOPIC_PUT_NUMS counts exactly the messages stored inside
+them, whichever neighbour the store's nearest-time lookup answers (4.9.7's getOffsetInQueueByTime
+picks the closer one); GROUP_GET_NUMS counts pulled messages against sampled baselines."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, cast
 import pytest
 
 from orbitmq.broker.putstats import first_offset_since, topic_put_stats
+from orbitmq.broker.stats import BrokerStats
 from orbitmq.store.api import MessageStore
 
 
@@ -59,3 +61,26 @@ def test_each_window_counts_the_messages_stored_inside_it() -> None:
     stats = topic_put_stats(store(times), "T", 1, now)
     assert [stats[w]["sum"] for w in ("statsMinute", "statsHour", "statsDay")] == [2, 3, 3]
     assert stats["statsMinute"]["tps"] == pytest.approx(2 / 60)
+
+
+def test_group_get_windows_count_the_pulls_inside_each_window() -> None:
+    now = [1_000_000]
+    stats = BrokerStats(lambda: now[0])
+    assert stats.group_get_windows("G", "T") is None  # never pulled: no stats item
+    stats.record_get("G", "T", 10)
+    now[0] += 30_000
+    stats.sample()
+    stats.record_get("G", "T", 4)
+    stats.record_get("G", "T", 2)
+    windows = stats.group_get_windows("G", "T")
+    assert windows is not None
+    assert windows["statsDay"]["sum"] == 16 and windows["statsDay"]["avgpt"] == pytest.approx(16 / 3)
+    # Two minutes on, with samples on the way: the minute window holds only what came since.
+    for _ in range(12):
+        now[0] += 10_000
+        stats.sample()
+    stats.record_get("G", "T", 6)
+    windows = stats.group_get_windows("G", "T")
+    assert windows is not None
+    assert windows["statsMinute"]["sum"] == 6 and windows["statsHour"]["sum"] == 22
+    assert 6 * 1000 / 70_000 <= windows["statsMinute"]["tps"] <= 6 * 1000 / 60_000

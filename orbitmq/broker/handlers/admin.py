@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import (
@@ -33,8 +34,9 @@ from orbitmq.store.api import MessageStore
 #: Most queues one topic may have on a broker; guards against a typo creating millions of files.
 MAX_QUEUE_NUMS = 1024
 BROKER_VERSION_DESC = "V4_9_7"
-#: BrokerStatsManager.TOPIC_PUT_NUMS, the statistic VIEW_BROKER_STATS_DATA can answer.
+#: The BrokerStatsManager statistics VIEW_BROKER_STATS_DATA can answer.
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
 
 
 class AdminHandlers:
@@ -165,14 +167,20 @@ class AdminHandlers:
         return request.response(body=jsonbody.dumps({"table": figures}))
 
     async def stats_data(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        """BrokerStatsData for TOPIC_PUT_NUMS (see putstats); other statistics are not kept."""
+        """BrokerStatsData for TOPIC_PUT_NUMS (see putstats) and GROUP_GET_NUMS (key
+        "topic@group", from the pull counters); other statistics are not kept."""
         name = text(request, "statsName")
         key = text(request, "statsKey")
-        config = self.topics.get(key) if name == TOPIC_PUT_NUMS else None
-        if config is None:
+        body: dict[str, Any] | None = None
+        if name == TOPIC_PUT_NUMS:
+            config = self.topics.get(key)
+            if config is not None:
+                body = topic_put_stats(self.store, key, config.write_queue_nums, int(time.time() * 1000))
+        elif name == GROUP_GET_NUMS:
+            topic, _, group = key.partition("@")
+            body = self.stats.group_get_windows(group, topic)
+        if body is None:
             return request.response(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
-        now = int(time.time() * 1000)
-        body = topic_put_stats(self.store, key, config.write_queue_nums, now)
         return request.response(body=jsonbody.dumps(body))
 
     async def get_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
