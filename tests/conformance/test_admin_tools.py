@@ -389,6 +389,20 @@ def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: De
     assert unknown.code != 0 and "not exist" in (unknown.remark or "")
 
 
+def test_stats_all_reads_group_get_numbers_after_a_pull(dev: Dev, sent: list[dict[str, str]]) -> None:
+    with Conn(dev.broker) as conn:
+        pulled = conn.java(PULL_MESSAGE, {"consumerGroup": "CG_stats", "topic": TOPIC, "queueId": "0",
+                                          "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "4",
+                                          "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*",
+                                          "subVersion": "0", "expressionType": "TAG"})
+        assert pulled.code == 0
+        gets = conn.java(VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_NUMS", "statsKey": f"{TOPIC}@CG_stats"})
+    assert gets.code == 0, gets.remark
+    data = fastjson_loads(gets.body)
+    assert data["statsMinute"]["sum"] == 3 and data["statsDay"]["sum"] == 3
+    assert float(data["statsMinute"]["tps"]) > 0 and float(data["statsMinute"]["avgpt"]) == 3.0
+
+
 def test_clone_group_offset_copies_the_committed_offsets(dev: Dev, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as admin:
         admin.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": "CG_src", "topic": TOPIC, "queueId": "0",
