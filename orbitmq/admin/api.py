@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from orbitmq.admin import wire
 from orbitmq.admin.models import (
@@ -39,6 +39,7 @@ from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
+from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, ConnectError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -230,6 +231,27 @@ class AdminClient:
             return ConsumerConnection.from_json(wire.json_object(response.body_bytes()))
         except (TypeError, ValueError, AttributeError) as exc:
             raise wire.bad_body(f"consumer connection: {exc}") from None
+
+    async def consumer_running_info(
+        self, broker_addr: str, group: str, client_id: str, jstack: bool = False
+    ) -> dict[str, Any]:
+        """GET_CONSUMER_RUNNING_INFO, forwarded by the broker to the client: its ConsumerRunningInfo body.
+
+        `mqTable` comes back as an object-keyed map (read it with `wire.queue_keyed`).
+        """
+        fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "true" if jstack else "false"}
+        response = await self._call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
+        return wire.json_object(response.body_bytes())
+
+    async def consume_message_directly(self, group: str, client_id: str, offset_msg_id: str) -> dict[str, Any]:
+        """CONSUME_MESSAGE_DIRECTLY to the broker the offset id names: the ConsumeMessageDirectlyResult body."""
+        try:
+            broker_addr = parse_offset_msg_id(offset_msg_id).store_host
+        except ValueError as exc:
+            raise ClientError(f"{offset_msg_id!r} is not an offset message id: {exc}") from None
+        fields = {"consumerGroup": group, "clientId": client_id, "msgId": offset_msg_id}
+        response = await self._call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, fields)
+        return wire.json_object(response.body_bytes())
 
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         """GET_BROKER_CONFIG: the broker's effective settings under RocketMQ's key names."""

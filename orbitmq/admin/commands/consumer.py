@@ -1,11 +1,13 @@
-"""Consumer group commands: consumerProgress, updateSubGroup."""
+"""Consumer group commands: consumerProgress, updateSubGroup, consumerStatus, consumeMessageDirectly, ..."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import click
 
+from orbitmq.admin import wire
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.models import QueueProgress, SubscriptionGroupConfig
 from orbitmq.admin.output import format_millis, render_kv, render_table
@@ -205,4 +207,105 @@ def consumer_connection(group: str, namesrv: str | None, timeout: float) -> None
     run_admin(namesrv, timeout, action)
 
 
-COMMANDS = [consumer_progress, update_sub_group, delete_sub_group, get_consumer_config, consumer_connection]
+async def _running_info(admin: AdminClient, group: str, client_id: str, jstack: bool) -> dict[str, Any]:
+    """Ask the group's brokers in turn (each forwards to the client if it is connected there)."""
+    brokers = await group_brokers(admin, group)
+    if not brokers:
+        raise ClientError("no master broker is registered with the NameServer")
+    refusal: BrokerError | None = None
+    for addr in brokers.values():
+        try:
+            return await admin.consumer_running_info(addr, group, client_id, jstack)
+        except BrokerError as exc:
+            refusal = exc
+    assert refusal is not None
+    raise refusal
+
+
+def _running_info_text(info: dict[str, Any]) -> str:
+    """ConsumerRunningInfo as readable blocks: properties, subscriptions, queues, per-topic status."""
+    props = info.get("properties") or {}
+    subs = [(s.get("topic"), s.get("subString"), s.get("subVersion")) for s in info.get("subscriptionSet") or []]
+    queues = [
+        (mq.topic, mq.broker_name, mq.queue_id, q.get("commitOffset"), q.get("cachedMsgCount"),
+         q.get("cachedMsgMinOffset"), q.get("cachedMsgMaxOffset"), str(q.get("locked", False)).lower(),
+         format_millis(int(q.get("lastPullTimestamp") or 0)), format_millis(int(q.get("lastConsumeTimestamp") or 0)))
+        for mq, q in sorted(wire.queue_keyed(info.get("mqTable")), key=lambda e: e[0])
+    ]
+    status = [
+        (topic, f"{float(s.get('pullRT', 0)):.2f}", f"{float(s.get('pullTPS', 0)):.2f}",
+         f"{float(s.get('consumeRT', 0)):.2f}", f"{float(s.get('consumeOKTPS', 0)):.2f}",
+         f"{float(s.get('consumeFailedTPS', 0)):.2f}", s.get("consumeFailedMsgs", 0))
+        for topic, s in sorted((info.get("statusTable") or {}).items())
+    ]
+    blocks = [
+        "#Consumer Properties#\n" + render_kv(props, sort=True),
+        "#Consumer Subscription#\n" + render_table(["Topic", "SubExpression", "SubVersion"], subs),
+        "#Consumer Offset#\n" + render_table(
+            ["Topic", "Broker Name", "QID", "Consumer Offset", "Cached", "Cached Min", "Cached Max", "Locked",
+             "Last Pull", "Last Consume"], queues),
+        "#Consumer RT&TPS#\n" + render_table(
+            ["Topic", "Pull RT", "Pull TPS", "Consume RT", "ConsumeOK TPS", "ConsumeFailed TPS",
+             "ConsumeFailed Msgs"], status),
+    ]
+    if info.get("jstack"):
+        blocks.append("#Consumer jstack#\n" + str(info["jstack"]))
+    return "\n\n".join(blocks)
+
+
+@click.command("consumerStatus")
+@click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
+@click.option("-i", "--clientId", "client_id", help="Only this client; without it, a line per online client.")
+@click.option("-s", "--jstackEnable", "jstack", is_flag=True, help="Include the client's thread stacks.")
+@namesrv_option
+@timeout_option
+def consumer_status(group: str, client_id: str | None, jstack: bool, namesrv: str | None, timeout: float) -> None:
+    """What the consumers of a group report about themselves (GET_CONSUMER_RUNNING_INFO)."""
+    validated_group(group)
+
+    async def action(admin: AdminClient) -> None:
+        if client_id:
+            click.echo(_running_info_text(await _running_info(admin, group, client_id, jstack)))
+            return
+        brokers = await group_brokers(admin, group)
+        if not brokers:
+            raise ClientError("no master broker is registered with the NameServer")
+        conn = await admin.consumer_connection(next(iter(brokers.values())), group)
+        rows = []
+        for c in conn.connections:
+            info = await _running_info(admin, group, c.client_id, False)
+            props = info.get("properties") or {}
+            rows.append((c.client_id, c.version, props.get("PROP_CONSUME_TYPE"), props.get("PROP_CONSUMEORDERLY"),
+                         len(wire.queue_keyed(info.get("mqTable"))), props.get("PROP_CLIENT_VERSION")))
+        click.echo(render_table(["ClientId", "Version", "Consume Type", "Orderly", "Queues", "Client Version"], rows))
+
+    run_admin(namesrv, timeout, action)
+
+
+@click.command("consumeMessageDirectly")
+@click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
+@click.option("-d", "--clientId", "client_id", required=True, help="The client that consumes the message.")
+@click.option("-i", "--msgId", "msg_id", required=True, help="Offset message id (names the broker).")
+@namesrv_option
+@timeout_option
+def consume_message_directly(group: str, client_id: str, msg_id: str, namesrv: str | None, timeout: float) -> None:
+    """Have one client of a group run its listener on one stored message; print its verdict."""
+    validated_group(group)
+
+    async def action(admin: AdminClient) -> None:
+        result = await admin.consume_message_directly(group, client_id, msg_id)
+        click.echo(render_kv([
+            ("Consume Result", result.get("consumeResult")),
+            ("Order", str(result.get("order", False)).lower()),
+            ("Auto Commit", str(result.get("autoCommit", True)).lower()),
+            ("Spent Time (ms)", result.get("spentTimeMills")),
+            ("Remark", result.get("remark")),
+        ]))
+
+    run_admin(namesrv, timeout, action)
+
+
+COMMANDS = [
+    consumer_progress, update_sub_group, delete_sub_group, get_consumer_config, consumer_connection, consumer_status,
+    consume_message_directly,
+]
