@@ -21,7 +21,11 @@ _counter = itertools.count()
 def feature_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("features-dev")
     conf = root / "broker.conf"
-    conf.write_text(f"messageDelayLevel={SHORT_LEVELS}\nenablePropertyFilter=true\n")
+    # Small files: the store reserves whole files up front, and pytest keeps the last runs' folders.
+    conf.write_text(
+        f"messageDelayLevel={SHORT_LEVELS}\nenablePropertyFilter=true\n"
+        "mappedFileSizeCommitLog=16777216\nmappedFileSizeConsumeQueue=120000\n"
+    )
     server = start_server(
         orbitmq_command("dev", "--store", str(root / "data"), "--namesrv-port", "0", "--broker-port", "0",
                         "--host", "127.0.0.1", "-c", str(conf)),

@@ -20,7 +20,10 @@ pytestmark = pytest.mark.timeout(60)
 
 def start_broker(tmp_path: Path) -> ServerProcess:
     conf = tmp_path / "broker.conf"
-    conf.write_text(f"brokerIP1=127.0.0.1\nmessageDelayLevel={SHORT_LEVELS}\nflushDelayOffsetInterval=100\n")
+    conf.write_text(
+        f"brokerIP1=127.0.0.1\nmessageDelayLevel={SHORT_LEVELS}\nflushDelayOffsetInterval=100\n"
+        "mappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\n"
+    )
     return start_server(
         orbitmq_command("broker", "-c", str(conf), "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"))
     )

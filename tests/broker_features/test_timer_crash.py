@@ -31,7 +31,9 @@ KILL_AFTER_S = 10.0
 
 def start_broker(tmp_path: Path) -> ServerProcess:
     conf = tmp_path / "broker.conf"
-    conf.write_text("brokerIP1=127.0.0.1\nmappedFileSizeCommitLog=8388608\ntimerMaxDelaySec=120\n")
+    conf.write_text(
+        "brokerIP1=127.0.0.1\nmappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\ntimerMaxDelaySec=120\n"
+    )
     return start_server(
         orbitmq_command("broker", "-c", str(conf), "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"))
     )
