@@ -28,6 +28,8 @@ Files are named by their creation time, ``yyyyMMddHHmmssSSS`` in local time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import mmap
 import os
 import struct
@@ -69,6 +71,7 @@ ENTRY_SIZE: Final = 20
 DEFAULT_HASH_SLOT_NUM: Final = 5_000_000
 DEFAULT_INDEX_NUM: Final = 20_000_000
 _INT_MAX = 0x7FFFFFFF
+_BUILDING_SUFFIX = ".tmp"
 
 
 def _fsync_dir(directory: str) -> None:
@@ -162,13 +165,27 @@ class IndexFile:
 
         As RocketMQ does, the header starts with the previous file's end offset
         and time, so the first entry's time difference counts from there.
+        The file is built under a ``.tmp`` name and renamed once sized and
+        headed, so a crash never leaves a short file under an index name
+        (`IndexService.load` removes leftover ``.tmp`` files).
         """
-        f = cls(path, hash_slot_num, index_num, create=True)
-        if begin_phy_offset > 0:
-            f.begin_phy_offset = f.end_phy_offset = begin_phy_offset
-        if begin_timestamp > 0:
-            f.begin_timestamp = f.end_timestamp = begin_timestamp
-        f._write_header()
+        if os.path.exists(path):
+            raise FileExistsError(errno.EEXIST, "index file exists", path)
+        building = path + _BUILDING_SUFFIX
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(building)  # left by a crash while building
+        f = cls(building, hash_slot_num, index_num, create=True)
+        try:
+            if begin_phy_offset > 0:
+                f.begin_phy_offset = f.end_phy_offset = begin_phy_offset
+            if begin_timestamp > 0:
+                f.begin_timestamp = f.end_timestamp = begin_timestamp
+            f._write_header()
+            os.rename(building, path)
+        except BaseException:
+            f.destroy()
+            raise
+        f.path = path
         return f
 
     @classmethod
@@ -410,7 +427,11 @@ class IndexService:
     def load(self) -> None:
         """Map the index files already in the directory, oldest first. Blocking (call once at start)."""
         os.makedirs(self.directory, exist_ok=True)
-        names = sorted(n for n in os.listdir(self.directory) if len(n) == 17 and n.isdigit())
+        listed = os.listdir(self.directory)
+        for name in listed:
+            if name.endswith(_BUILDING_SUFFIX) and name[: -len(_BUILDING_SUFFIX)].isdigit():
+                os.unlink(os.path.join(self.directory, name))  # a file a crash interrupted while building
+        names = sorted(n for n in listed if len(n) == 17 and n.isdigit())
         for name in names:
             self.files.append(IndexFile.open(os.path.join(self.directory, name), self.hash_slot_num, self.index_num))
 
