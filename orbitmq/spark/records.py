@@ -41,7 +41,8 @@ from orbitmq.errors import CorruptRecord
 if TYPE_CHECKING:
     import pyarrow as pa
 
-_HEAD = struct.Struct(
+# The fields every record starts with, whatever its host kinds and magic.
+_HEAD_FORMAT = (
     ">i"  # TOTALSIZE
     "i"   # MAGICCODE
     "4x"  # BODYCRC (the broker checked it on write)
@@ -52,17 +53,10 @@ _HEAD = struct.Struct(
     "i"   # SYSFLAG
     "q"   # BORNTIMESTAMP
 )
+_HEAD = struct.Struct(_HEAD_FORMAT)
 # Every fixed field of a v1 record whose hosts are both IPv4, through the body length.
 _FIXED_V1_V4 = struct.Struct(
-    ">i"   # TOTALSIZE
-    "i"    # MAGICCODE
-    "4x"   # BODYCRC (the broker checked it on write)
-    "i"    # QUEUEID
-    "4x"   # FLAG
-    "q"    # QUEUEOFFSET
-    "q"    # PHYSICALOFFSET
-    "i"    # SYSFLAG
-    "q"    # BORNTIMESTAMP
+    _HEAD_FORMAT +
     "8s"   # BORNHOST
     "q"    # STORETIMESTAMP
     "8s"   # STOREHOST
