@@ -1,11 +1,12 @@
 """Broker CPU per message, in one process, without sockets or client processes.
 
-    python -m bench.broker_cpu [--rounds N] [--repeat R] [--only send,batch,pull] [--profile FILE]
+    python -m bench.broker_cpu [--rounds N] [--repeat R] [--only sync,send,batch,pull] [--set K=V] [--profile FILE]
 
 An embedded `Broker` (ASYNC_FLUSH, temp store) gets the exact request frames
 the lean client of `bench.e2e` sends, fed straight into a server connection
 whose transport only collects what the broker writes:
 
+* sync   one SEND_MESSAGE_V2 frame per read (the sync workload: one send in flight)
 * send   64 SEND_MESSAGE_V2 frames per read (one read of the async64 workload)
 * batch  4 SEND_BATCH_MESSAGE frames of 32 messages per read
 * pull   8 PULL_MESSAGE frames (32 messages each) per read over the stored backlog
@@ -162,6 +163,7 @@ async def measure(args: argparse.Namespace) -> dict[str, float]:
             ids = UniqueIdGenerator()
             profiler = cProfile.Profile() if args.profile else None
             runs: dict[str, tuple[Callable[[], list[bytes]], int]] = {
+                "sync": (lambda: send_reads(ids, args.rounds * 4, per_read=1), 1),
                 "send": (lambda: send_reads(ids, args.rounds), 64),
                 "batch": (lambda: batch_reads(ids, args.rounds // 4 or 1), 128),
                 "pull": (lambda: pull_reads(args.rounds // 2 or 1), QUEUES * 32),
@@ -186,7 +188,7 @@ async def measure(args: argparse.Namespace) -> dict[str, float]:
                         sent += len(reads) * per_read
                 if name in only:
                     results[name] = best * 1e6
-            if _stored(broker, exact=True) != sent:
+            if _stored(broker, exact=True) != sent:  # every send was stored: the broker answered them all
                 raise RuntimeError(f"sent {sent} messages but the store holds {_stored(broker, exact=True)}")
             if transport.writes == 0:
                 raise RuntimeError("the broker wrote nothing")
@@ -210,7 +212,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=200, help="reads per run (send: 64 messages each)")
     p.add_argument("--repeat", type=int, default=3, help="runs per workload; the fastest counts")
-    p.add_argument("--only", default="send,batch,pull")
+    p.add_argument("--only", default="sync,send,batch,pull")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra broker.conf setting")
     p.add_argument("--profile", default="", help="write a cProfile of all measured runs to this file")
     args = p.parse_args()
