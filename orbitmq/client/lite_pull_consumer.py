@@ -33,6 +33,7 @@ from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
+from orbitmq.client.running_info import describe_consumer
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
@@ -99,6 +100,7 @@ class LitePullConsumer:
             await instance.release()
             raise
         self._instance = instance
+        self._started_ms = int(time.time() * 1000)
         self.lookups = Lookups(instance)
         self.pulling = PullHelper(instance, self.group)
         self.offset_store: OffsetStore
@@ -303,6 +305,14 @@ class LitePullConsumer:
                     self.offset_store.update_offset(mq, offset, True)
 
     # --- ConsumerMember and RebalanceHooks --------------------------------------------------------
+
+    async def running_info(self) -> dict[str, Any]:
+        """ConsumerRunningInfo as Java's DefaultLitePullConsumerImpl fills it (GET_CONSUMER_RUNNING_INFO)."""
+        self.instance  # noqa: B018 - raises when not started
+        return await describe_consumer(self.config, self.subscriptions.values(), self._queues, self.offset_store, {
+            "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
+            "PROP_CONSUME_TYPE": "CONSUME_ACTIVELY",
+        })
 
     def heartbeat_data(self) -> dict[str, Any]:
         return {

@@ -20,8 +20,6 @@ one batch at a time, in order, and only while holding the queue's broker lock.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import enum
 import logging
 import time
 from pathlib import Path
@@ -46,16 +44,13 @@ from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
-from orbitmq.client.running_info import ConsumerStats, consume_once
+from orbitmq.client.running_info import ConsumerStats, consume_once, describe_consumer
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner, pop_trace_options
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
-from orbitmq.common.jsonbody import ObjectKeyMap
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
-
-_SECRET_OPTIONS = frozenset({"access_key", "secret_key", "security_token"})
 
 log = logging.getLogger(__name__)
 
@@ -298,26 +293,17 @@ class PushConsumer:
 
     async def running_info(self) -> dict[str, Any]:
         """ConsumerRunningInfo as Java's DefaultMQPushConsumerImpl fills it (the instance adds its part)."""
-        props = {_camel(f.name): _prop_text(getattr(self.config, f.name))
-                 for f in dataclasses.fields(self.config)
-                 if f.name not in _SECRET_OPTIONS and getattr(self.config, f.name) is not None}
-        props["PROP_CONSUMEORDERLY"] = "true" if self._orderly else "false"
-        props["PROP_THREADPOOL_CORE_SIZE"] = str(self.config.consume_thread_max)
-        props["PROP_CONSUMER_START_TIMESTAMP"] = str(self._started_ms)
-        props["PROP_CONSUME_TYPE"] = "CONSUME_PASSIVELY"
-        subs = sorted(self.subscriptions.values(), key=lambda sd: f"{sd.topic}@{sd.sub_string}")
-        table = []
-        if self._instance is not None:
-            for mq, pq in sorted(self.rebalancer.process_queues.items()):
-                info = pq.info()
-                info["commitOffset"] = await self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
-                table.append((mq.to_json(), info))
-        return {
-            "mqTable": ObjectKeyMap(table),
-            "properties": props,
-            "statusTable": {sd.topic: self.stats.status(sd.topic) for sd in subs},
-            "subscriptionSet": [sd.to_json_dict() for sd in subs],
-        }
+        if self._instance is None:
+            raise ClientError("The consumer service state not OK (call start())")
+        info = await describe_consumer(self.config, self.subscriptions.values(), self.rebalancer.process_queues,
+                                       self.offset_store, {
+                                           "PROP_CONSUMEORDERLY": "true" if self._orderly else "false",
+                                           "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+                                           "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
+                                           "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                                       })
+        info["statusTable"] = {topic: self.stats.status(topic) for topic in sorted(self.subscriptions)}
+        return info
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]:
         """Run the listener once on `msg` (CONSUME_MESSAGE_DIRECTLY); nothing is committed or sent back."""
@@ -443,19 +429,3 @@ class PushConsumer:
 
     async def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
         return await self.lookups.view_message(msg_id, topic)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
-
-
-def _prop_text(value: Any) -> str:
-    """A config value as Java's object2Properties writes it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, enum.Enum):
-        return str(value.value)
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    return type(value).__name__  # e.g. the allocation strategy

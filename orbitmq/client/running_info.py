@@ -18,19 +18,25 @@ remark; a malformed request gets SYSTEM_ERROR naming what is wrong.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import enum
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from orbitmq.client.listener import ListenerRunner
+from orbitmq.client.offset_store import OffsetStore, ReadOffsetType
+from orbitmq.client.process_queue import ProcessQueue
+from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import ConsumeOrderlyResult, ConsumeResult
-from orbitmq.common.jsonbody import dumps_legacy
+from orbitmq.common.filter import SubscriptionData
+from orbitmq.common.jsonbody import ObjectKeyMap, dumps_legacy
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import iter_records
-from orbitmq.errors import CorruptRecord, HeaderError
+from orbitmq.errors import CorruptRecord, HeaderError, OrbitMQError
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -66,12 +72,69 @@ _ORDERLY_RESULTS = {
 }
 
 
+#: Options never reported: ACL secrets stay in the process.
+_SECRET_OPTIONS = frozenset({"access_key", "secret_key", "security_token"})
+
+
 @runtime_checkable
 class RunningInfoSource(Protocol):
-    """A consumer that can describe itself and consume one message on request."""
+    """A consumer that can describe itself (every consumer kind)."""
 
     async def running_info(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class DirectConsumer(Protocol):
+    """A consumer with a listener that can consume one message on request (push consumers)."""
+
     async def consume_directly(self, msg: MessageExt, broker_name: str | None) -> dict[str, Any]: ...
+
+
+async def describe_consumer(
+    config: Any,
+    subscriptions: Iterable[SubscriptionData],
+    queues: Mapping[MessageQueue, ProcessQueue[Any]],
+    offset_store: OffsetStore,
+    properties: Mapping[str, str],
+) -> dict[str, Any]:
+    """The ConsumerRunningInfo fields common to every consumer kind (statusTable left empty).
+
+    Properties are the config options under Java's camelCase names (secrets
+    left out) plus `properties`; each queue's info carries the offset the
+    store holds (memory first, then the store, as Java reads it).
+    """
+    props = {_camel(f.name): _prop_text(getattr(config, f.name))
+             for f in dataclasses.fields(config)
+             if f.name not in _SECRET_OPTIONS and getattr(config, f.name) is not None}
+    props.update(properties)
+    table = []
+    for mq, pq in sorted(queues.items()):
+        info = pq.info()
+        info["commitOffset"] = await offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
+        table.append((mq.to_json(), info))
+    subs = sorted(subscriptions, key=lambda sd: f"{sd.topic}@{sd.sub_string}")  # Java's TreeSet order
+    return {
+        "mqTable": ObjectKeyMap(table),
+        "properties": props,
+        "statusTable": {},
+        "subscriptionSet": [sd.to_json_dict() for sd in subs],
+    }
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _prop_text(value: Any) -> str:
+    """A config value as Java's object2Properties writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return type(value).__name__  # e.g. the allocation strategy
 
 
 class TopicStats:
@@ -204,7 +267,10 @@ async def on_get_consumer_running_info(
     consumer = consumers.get(header.consumer_group)
     if not isinstance(consumer, RunningInfoSource):
         return _not_here(request, header.consumer_group)
-    info = await consumer.running_info()
+    try:
+        info = await consumer.running_info()
+    except OrbitMQError as exc:  # e.g. the consumer is shutting down
+        return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
     props = info["properties"]
     props[PROP_NAMESERVER_ADDR] = "".join(f"{addr};" for addr in namesrv_addrs)
     props.setdefault(PROP_CONSUME_TYPE, "CONSUME_PASSIVELY")
@@ -229,7 +295,10 @@ async def on_consume_message_directly(
     if not msgs:
         return request.response(ResponseCode.SYSTEM_ERROR, "the request body holds no message")
     consumer = consumers.get(header.consumer_group)
-    if not isinstance(consumer, RunningInfoSource):
+    if not isinstance(consumer, DirectConsumer):
         return _not_here(request, header.consumer_group)
-    result = await consumer.consume_directly(msgs[0], header.broker_name)
+    try:
+        result = await consumer.consume_directly(msgs[0], header.broker_name)
+    except OrbitMQError as exc:
+        return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
     return request.response(body=dumps_legacy(result))

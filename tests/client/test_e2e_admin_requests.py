@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PushConsumer
+from orbitmq.client import ConsumeResult, LitePullConsumer, Message, MessageExt, Producer, PushConsumer
 from orbitmq.common import jsonbody
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -110,3 +110,33 @@ async def test_consume_message_directly_runs_the_listener_and_reports_its_verdic
     assert "cannot digest boom" in results[b"boom"]["remark"]
     assert results[b"none"]["consumeResult"] == "CR_RETURN_NULL"
     assert b"ok" in listener.bodies()
+
+
+async def test_a_lite_pull_consumer_reports_running_info_but_refuses_direct_consumption(
+    namesrv: str, names: tuple[str, str, str], admin: RemotingClient
+) -> None:
+    topic, pg, cg = names
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=2)
+        sent = await producer.send(Message(topic, b"pulled"))
+        consumer = LitePullConsumer(cg, namesrv_addr=namesrv, instance_name="lite-info",
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        await consumer.start()
+        try:
+            assert [m.body for m in await consumer.poll(timeout=10)] == [b"pulled"]
+            broker = consumer.instance.master_addr(sent.message_queue.broker_name)
+            assert broker is not None
+            fields = {"consumerGroup": cg, "clientId": consumer.instance.client_id}
+            info_resp = await ask(admin, broker, RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
+            direct = await ask(admin, broker, RequestCode.CONSUME_MESSAGE_DIRECTLY,
+                               {**fields, "msgId": sent.offset_msg_id})
+        finally:
+            await consumer.shutdown()
+    assert info_resp.code == ResponseCode.SUCCESS, info_resp.remark
+    info = jsonbody.loads(info_resp.body_bytes())
+    assert isinstance(info, dict)
+    assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_ACTIVELY"
+    assert {k["queueId"] for k, _ in jsonbody.object_key_items(info["mqTable"]) if k["topic"] == topic} == {0, 1}
+    assert direct.code == ResponseCode.SYSTEM_ERROR
+    assert direct.remark == f"The Consumer Group <{cg}> not exist in this consumer"
