@@ -130,6 +130,26 @@ class Dispatcher:
                 self._wakeup_scheduled = True
                 asyncio.get_running_loop().call_soon(self._notify)
 
+    def dispatch_one(self, rec: Appended) -> None:
+        """`dispatch([rec])` for a single put: the same writes without the loop over records."""
+        tran = rec.sys_flag & TRANSACTION_TYPE_MASK
+        if tran == TRANSACTION_PREPARED_TYPE or tran == TRANSACTION_ROLLBACK_TYPE or self.dispatchers:
+            self.dispatch([rec])
+            return
+        key = (rec.topic, rec.queue_id)
+        queues = self.queues
+        cq = queues.queues.get(key) or queues.find_or_create(rec.topic, rec.queue_id)
+        queues.dirty.add(cq)
+        cq.put(rec.phys_offset, rec.size, rec.tags_code, rec.queue_offset)
+        index = self.index
+        if index is not None and (rec.keys or rec.uniq_key):
+            index.put(rec.topic, rec.keys, rec.uniq_key, rec.phys_offset, rec.store_timestamp, rec.sys_flag)
+        if self.listeners:
+            self._wakeups[key] = rec.queue_offset + 1
+            if not self._wakeup_scheduled:
+                self._wakeup_scheduled = True
+                asyncio.get_running_loop().call_soon(self._notify)
+
     def dispatch(self, records: list[Appended], notify: bool = True) -> None:
         """Write the ConsumeQueue entries and index keys of `records`, in order."""
         table = self.queues.queues

@@ -330,7 +330,7 @@ class DefaultMessageStore:
             rec = self.commitlog.append_message(msg, self.clock_ms())
         except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
-        self.dispatcher.dispatch([rec])
+        self.dispatcher.dispatch_one(rec)
         result = AppendMessageResult(
             AppendMessageStatus.PUT_OK, rec.phys_offset, rec.size, msg.offset_msg_id, (msg.offset_msg_id,),
             rec.store_timestamp, rec.queue_offset, 1,
