@@ -13,6 +13,7 @@ and fsyncs the descriptor, never touching the mapping.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import time
@@ -95,7 +96,12 @@ class MappedFile:
                 raise StoreError(f"{path} is {current} bytes, larger than the configured {file_size}")
             if current < file_size:
                 os.ftruncate(fd, file_size)
-                _reserve(fd, file_size)
+                try:
+                    _reserve(fd, file_size)
+                except StoreError:
+                    if current == 0:
+                        os.unlink(path)
+                    raise
                 if warm and current == 0:
                     _write_zeros(fd, file_size)
                 if sync_dir:
@@ -272,11 +278,15 @@ class MappedFile:
 
 
 def _reserve(fd: int, size: int) -> None:
+    """Allocate the file's blocks now: a full disk must fail here, as a clear
+    StoreError, and never later as SIGBUS on a write to a mapped page."""
     try:
         os.posix_fallocate(fd, 0, size)
-    except OSError:
-        # Filesystems without fallocate (tmpfs on old kernels) still work, just slower.
-        pass
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            # Filesystems without fallocate (tmpfs on old kernels) still work, just slower.
+            return
+        raise StoreError(f"cannot reserve {size} bytes for a store file: {exc.strerror}") from exc
 
 
 def _write_zeros(fd: int, size: int) -> None:
