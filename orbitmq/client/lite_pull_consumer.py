@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.instance import ClientInstance
@@ -34,6 +34,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.running_info import describe_consumer
+from orbitmq.client.service import ClientService
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
@@ -53,7 +54,7 @@ class _Batch(NamedTuple):
     msgs: list[MessageExt]
 
 
-class LitePullConsumer:
+class LitePullConsumer(ClientService):
     def __init__(self, group: str, **options: Any) -> None:
         options.setdefault("pull_batch_size", 10)
         self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
@@ -133,19 +134,6 @@ class LitePullConsumer:
             await self._commit(oneway=False)
         await instance.unregister(consumer_group=self.group)
         await instance.release()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientError("The consumer service state not OK (call start())")
-        return self._instance
 
     # --- polling -----------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import asyncio
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Self
+from typing import Any
 
 from orbitmq.client import request_reply
 from orbitmq.client.acl import acl_options
@@ -43,6 +43,7 @@ from orbitmq.client.lookups import Lookups
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SEND_STATUS_BY_CODE, SendResult, SendStatus
 from orbitmq.client.selector import QueueSelector
+from orbitmq.client.service import ClientService
 from orbitmq.client.trace_dispatch import SendTracer, TraceDispatcher, pop_trace_options
 from orbitmq.client.validation import check_batch, check_body, check_group, check_message
 from orbitmq.common import properties as mc
@@ -59,8 +60,10 @@ RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
 
-class Producer:
+class Producer(ClientService):
     """An asyncio producer; see the module docstring for its guarantees."""
+
+    _not_started = "The producer service state not OK, maybe started once or not started (call start())"
 
     def __init__(self, group: str = "DEFAULT_PRODUCER", **options: Any) -> None:
         trace_enabled, trace_topic = pop_trace_options(options)
@@ -105,19 +108,6 @@ class Producer:
             await self._tracer.close()
         await instance.unregister(producer_group=self.group)
         await instance.release()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientError("The producer service state not OK, maybe started once or not started (call start())")
-        return self._instance
 
     def publish_topics(self) -> set[str]:
         return set(self._topics)

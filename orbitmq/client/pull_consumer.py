@@ -15,7 +15,7 @@ broker every 5 s and at shutdown (clustering) or in a local file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.instance import ClientInstance
@@ -25,6 +25,7 @@ from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadO
 from orbitmq.client.pulling import BrokerOffsets, PullHelper
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult
+from orbitmq.client.service import ClientService
 from orbitmq.client.validation import check_group
 from orbitmq.common.filter import SubscriptionData
 from orbitmq.common.message import MessageExt
@@ -36,7 +37,7 @@ PULL_FLAG_SUBSCRIPTION = 0x4
 BLOCK_SUSPEND_MS = 20_000
 
 
-class PullConsumer:
+class PullConsumer(ClientService):
     def __init__(self, group: str, **options: Any) -> None:
         self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
         self.group = group
@@ -72,19 +73,6 @@ class PullConsumer:
         await self._persist(oneway=False)
         await instance.unregister(consumer_group=self.group)
         await instance.release()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientError("The consumer service state not OK (call start())")
-        return self._instance
 
     # --- ConsumerMember ----------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from orbitmq.client.acl import acl_options
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
@@ -45,6 +45,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.running_info import ConsumerStats, consume_once, describe_consumer
+from orbitmq.client.service import ClientService
 from orbitmq.client.tasks import cancel_and_wait
 from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner, pop_trace_options
 from orbitmq.client.validation import check_group, check_topic
@@ -67,7 +68,7 @@ def retry_topic(group: str) -> str:
     return f"%RETRY%{group}"
 
 
-class PushConsumer:
+class PushConsumer(ClientService):
     def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Any) -> None:
         trace_enabled, trace_topic = pop_trace_options(options)
         self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
@@ -192,19 +193,6 @@ class PushConsumer:
             await self._trace.close()
         await instance.unregister(consumer_group=self.group)
         await instance.release()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientError("The consumer service state not OK (call start())")
-        return self._instance
 
     # --- ConsumerMember (called by the client instance) --------------------------------------
 

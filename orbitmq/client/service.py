@@ -1,0 +1,39 @@
+"""What producers and consumers share about their lifetime: `async with` and the started instance."""
+
+from __future__ import annotations
+
+from typing import Self
+
+from orbitmq.client.instance import ClientInstance
+from orbitmq.errors import ClientError
+
+
+class ClientService:
+    """Base of Producer and the consumers.
+
+    Subclasses set `_instance` in `start()` and clear it in `shutdown()`;
+    `instance` raises ClientError with `_not_started` (RocketMQ's wording)
+    while there is none.
+    """
+
+    _instance: ClientInstance | None
+    _not_started = "The consumer service state not OK (call start())"
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientError(self._not_started)
+        return self._instance
