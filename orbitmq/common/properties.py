@@ -55,6 +55,10 @@ INNER_MULTI_QUEUE_OFFSET: Final = "INNER_MULTI_QUEUE_OFFSET"
 #: a transaction id; not reserved.
 TRANSACTION_ID: Final = "__transactionId__"
 START_DELIVER_TIME: Final = "__STARTDELIVERTIME"
+# Timed messages (RocketMQ 5's names): an absolute delivery time, or a delay from receipt.
+TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
+TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
+TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
 
 #: Separator between keys inside the KEYS property.
 KEY_SEPARATOR: Final = " "

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Final
 
-TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
-TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
-TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+from orbitmq.common.properties import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
+
 #: Set by the broker: the resolved delivery time in ms.
 TIMER_OUT_MS: Final = "TIMER_OUT_MS"
 #: Set by the broker: when the timer message was accepted, in ms.
