@@ -110,7 +110,9 @@ class TraceDispatcher:
             return False
 
     async def close(self, timeout: float = 5.0) -> None:
-        if self._buffer and not await self.flush(timeout):
+        # Not just the buffer: a batch already taken from it may still be in flight,
+        # and cancelling the drain task then would lose it. _idle covers both.
+        if not self._idle.is_set() and not await self.flush(timeout):
             log.warning("trace dispatcher closed with %d records unsent", len(self._buffer))
         task, self._task = self._task, None
         if task is not None:

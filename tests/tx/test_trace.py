@@ -176,3 +176,26 @@ async def test_dispatcher_batches_records_into_keyed_messages_and_counts_what_do
     for m in fake.sent:
         ids = {r.beans[0].msg_id for r in decode(m.body.decode())}
         assert ids | {f"k{i[2:]}" for i in ids} == set(m.keys)
+
+
+async def test_closing_the_dispatcher_waits_for_a_batch_already_in_flight() -> None:
+    from orbitmq.client.trace_dispatch import TraceDispatcher
+
+    class SlowTraceProducer(FakeTraceProducer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sending = asyncio.Event()
+
+        async def send(self, msg: Message) -> None:
+            self.sending.set()
+            await asyncio.sleep(0.3)  # the batch has left the buffer but is not sent yet
+            await super().send(msg)
+
+    dispatcher = TraceDispatcher("127.0.0.1:1", "MyTrace", linger_s=0)
+    slow = SlowTraceProducer()
+    dispatcher._producer = slow  # type: ignore[assignment]
+    dispatcher.append(TraceContext(TraceType.SUB_BEFORE, 1, "CG", [TraceBean(msg_id="ID0", topic="T")]))
+    await asyncio.wait_for(slow.sending.wait(), 5)
+    await dispatcher.close()
+    assert [r.beans[0].msg_id for m in slow.sent for r in decode(m.body.decode())] == ["ID0"]
+    assert dispatcher.dropped == 0
