@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Self
 
 from orbitmq.client.instance import ClientInstance
 from orbitmq.errors import ClientError
 
 
-class ClientService:
+class ClientService(ABC):
     """Base of Producer and the consumers.
 
     Subclasses set `_instance` in `start()` and clear it in `shutdown()`;
@@ -19,11 +20,13 @@ class ClientService:
     _instance: ClientInstance | None
     _not_started = "The consumer service state not OK (call start())"
 
+    @abstractmethod
     async def start(self) -> None:
-        raise NotImplementedError
+        """Connect and begin; the subclass sets `_instance`."""
 
+    @abstractmethod
     async def shutdown(self) -> None:
-        raise NotImplementedError
+        """Stop and release the instance; the subclass clears `_instance`."""
 
     async def __aenter__(self) -> Self:
         await self.start()
