@@ -69,6 +69,15 @@ class ProducerConfig(ClientConfig):
     retry_another_broker_when_not_store_ok: bool = False
     max_message_size: int = 4 * 1024 * 1024
     send_latency_fault_enable: bool = False
+    #: Natural batching (client/accumulator.py): plain sends pending together for one topic
+    #: travel as one SEND_BATCH_MESSAGE, each still with its own result. On by default because it
+    #: adds no delay (`linger_ms=0`: only sends started in the same loop turn are joined); RocketMQ
+    #: 5's Java producer has the same feature (autoBatch) off by default.
+    auto_batch: bool = True
+    #: How long a first pending send waits for others to join it (Kafka's linger.ms); 0: no wait.
+    linger_ms: int = 0
+    #: Upper bound of one coalesced batch, in encoded bytes (capped by max_message_size).
+    batch_max_bytes: int = 256 * 1024
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,10 @@ import asyncio
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from orbitmq.client import request_reply
+from orbitmq.client.accumulator import SendAccumulator, coalescable
 from orbitmq.client.acl import acl_options
 from orbitmq.client.batch import encode_batch, split_batches
 from orbitmq.client.config import ProducerConfig, from_kwargs
@@ -78,6 +79,12 @@ class Producer(ClientService):
         self._ids = UniqueIdGenerator()
         self._topics: set[str] = set()
         self._pending: set[asyncio.Future[Any]] = set()
+        #: Natural batching of plain sends (off with auto_batch=False, and when tracing: a trace
+        #: record describes one send request).
+        self._accumulator = SendAccumulator(
+            self._send_single, self._send_coalesced, linger_ms=self.config.linger_ms,
+            batch_max_bytes=min(self.config.batch_max_bytes, self.config.max_message_size),
+        ) if self.config.auto_batch and self._tracer is None else None
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -102,6 +109,8 @@ class Producer(ClientService):
         instance, self._instance = self._instance, None
         if instance is None:
             return
+        if self._accumulator is not None:
+            await self._accumulator.close()
         if self._pending:
             await asyncio.wait(list(self._pending), timeout=self.config.send_msg_timeout_ms / 1000)
         if self._tracer is not None:
@@ -129,6 +138,8 @@ class Producer(ClientService):
         broker's code and remark, `RemotingError` for connection failures and
         `RequestTimeout` when the send timeout ran out.
         """
+        if self._coalesce(msg, selector, queue):
+            return await self._accumulate(msg, timeout)
         return await self._send(msg, selector, arg, queue, timeout, self.config.retry_times_when_send_failed)
 
     def send_async(
@@ -146,8 +157,12 @@ class Producer(ClientService):
         Failed attempts are retried `retry_times_when_send_async_failed` times.
         The callback runs on the event loop exactly once.
         """
-        coro = self._send(msg, selector, arg, queue, timeout, self.config.retry_times_when_send_async_failed)
-        fut: asyncio.Future[SendResult] = asyncio.ensure_future(coro)
+        fut: asyncio.Future[SendResult]
+        if self._coalesce(msg, selector, queue):
+            fut = self._accumulate(msg, timeout)
+        else:
+            coro = self._send(msg, selector, arg, queue, timeout, self.config.retry_times_when_send_async_failed)
+            fut = asyncio.ensure_future(coro)
         self._pending.add(fut)
         fut.add_done_callback(self._pending.discard)
         if callback is not None:
@@ -203,6 +218,27 @@ class Producer(ClientService):
 
     # --- internals ------------------------------------------------------------------------
 
+    def _coalesce(self, msg: Message | Sequence[Message], selector: QueueSelector | None,
+                  queue: MessageQueue | None) -> TypeGuard[Message]:
+        """Whether this send goes through the accumulator (a plain single message, no queue chosen)."""
+        return (self._accumulator is not None and selector is None and queue is None and isinstance(msg, Message)
+                and coalescable(msg, self.config.compress_msg_body_over_howmuch))
+
+    def _accumulate(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
+        assert self._accumulator is not None
+        self._prepare(msg)  # validation errors reach this caller at once, as for any send
+        return self._accumulator.add(msg, timeout)
+
+    async def _send_single(self, msg: Message, timeout: float | None) -> SendResult:
+        """A coalescable message that found no company: the ordinary single send."""
+        return await self._send_prepared(False, [msg], None, msg, None, None, timeout,
+                                         self.config.retry_times_when_send_failed)
+
+    async def _send_coalesced(self, msgs: list[Message], timeout: float | None) -> SendResult:
+        """Validated messages of one topic as one batch (the accumulator splits the result)."""
+        return await self._send_prepared(True, msgs, encode_batch(msgs), msgs, None, None, timeout,
+                                         self.config.retry_times_when_send_failed)
+
     def _prepare(self, msg: Message | Sequence[Message]) -> tuple[bool, list[Message], list[bytes] | None]:
         """Validate, assign unique ids; returns (is_batch, messages, encoded batch body or None)."""
         if isinstance(msg, Message):
@@ -241,6 +277,20 @@ class Producer(ClientService):
         retries: int,
     ) -> SendResult:
         batch, msgs, encoded = self._prepare(msg)
+        return await self._send_prepared(batch, msgs, encoded, msg, selector, arg, timeout, retries, queue)
+
+    async def _send_prepared(
+        self,
+        batch: bool,
+        msgs: list[Message],
+        encoded: list[bytes] | None,
+        msg: Message | Sequence[Message],
+        selector: QueueSelector | None,
+        arg: Any,
+        timeout: float | None,
+        retries: int,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
         timeout_s = (self.config.send_msg_timeout_ms / 1000) if timeout is None else timeout
         deadline = time.monotonic() + timeout_s
         topic = msgs[0].topic

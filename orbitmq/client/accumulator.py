@@ -1,0 +1,162 @@
+"""Natural batching of a producer's sends (RocketMQ 5's auto batch, Kafka's record accumulator).
+
+Plain sends that are pending together for one topic travel as one SEND_BATCH_MESSAGE request,
+and each caller still gets its own `SendResult` (its own UNIQ_KEY, offset message id and queue
+offset) or its own error. "Pending together" means: started in the same event-loop turn, or
+within `linger_ms` of the first one when the producer is configured to wait. With the default
+`linger_ms=0` nothing is delayed: a send alone in its turn leaves as the ordinary
+SEND_MESSAGE_V2 request, byte for byte, so one-at-a-time latency and the wire are unchanged.
+
+Only messages a batch can carry the same way as a single send are coalesced: no delay level or
+timer, no transaction, no request-reply, no queue chosen by the caller, and a body below the
+compression threshold (batch items are not compressed). Everything else bypasses the accumulator.
+
+The module is sans-IO apart from the event loop's scheduling: sending is the producer's callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+
+from orbitmq.client.batch import item_size
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import SendResult
+from orbitmq.common import properties as mc
+from orbitmq.common.message import Message
+from orbitmq.errors import BrokerError
+
+#: System properties that a batch item carries exactly as a single send does; any other reserved
+#: property (delay, timer, transaction, request-reply, retry bookkeeping...) keeps a message out.
+_ITEM_PROPERTIES = frozenset({mc.KEYS, mc.TAGS, mc.WAIT_STORE_MSG_OK, mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX})
+_SPECIAL_PROPERTIES = (mc.RESERVED_NAMES - _ITEM_PROPERTIES) | {
+    mc.TIMER_DELIVER_MS, mc.TIMER_DELAY_SEC, mc.TIMER_DELAY_MS, mc.START_DELIVER_TIME,
+}
+
+#: Sends one batch (at least two messages) and returns the batch's own result.
+SendBatch = Callable[[list[Message], "float | None"], Awaitable[SendResult]]
+#: Sends one message the ordinary way.
+SendOne = Callable[[Message, "float | None"], Awaitable[SendResult]]
+
+
+def coalescable(msg: Message, compress_over: int) -> bool:
+    """Whether `msg` may share a batch with other sends of its topic."""
+    if len(msg.body) >= compress_over or msg.topic.startswith("%"):
+        return False
+    return not any(name in _SPECIAL_PROPERTIES for name in msg.properties)
+
+
+def split_result(result: SendResult, msgs: list[Message]) -> list[SendResult]:
+    """One `SendResult` per message of a stored batch.
+
+    The broker answers a batch with its offset message ids joined by commas and the queue offset
+    of the first message; the others follow it one by one in the same queue.
+    """
+    offset_ids = result.offset_msg_id.split(",") if result.offset_msg_id else []
+    out = []
+    for i, msg in enumerate(msgs):
+        out.append(replace(
+            result,
+            msg_id=msg.unique_key or "",
+            offset_msg_id=offset_ids[i] if i < len(offset_ids) else "",
+            message_queue=MessageQueue(result.message_queue.topic, result.message_queue.broker_name,
+                                       result.message_queue.queue_id),
+            queue_offset=result.queue_offset + i if result.queue_offset >= 0 else result.queue_offset,
+        ))
+    return out
+
+
+@dataclass
+class _Pending:
+    msgs: list[Message] = field(default_factory=list)
+    futures: list[asyncio.Future[SendResult]] = field(default_factory=list)
+    size: int = 0
+    handle: asyncio.Handle | asyncio.TimerHandle | None = None
+
+
+class SendAccumulator:
+    """Collects a producer's coalescable sends per (topic, WAIT, timeout) and sends them together.
+
+    Owned by one producer and used on its event loop only. `close()` sends what is pending.
+    """
+
+    def __init__(self, send_one: SendOne, send_batch: SendBatch, *, linger_ms: int = 0,
+                 batch_max_bytes: int = 256 * 1024, batch_max_count: int = 1024) -> None:
+        self._send_one = send_one
+        self._send_batch = send_batch
+        self._linger_s = max(linger_ms, 0) / 1000.0
+        self._max_bytes = batch_max_bytes
+        self._max_count = batch_max_count
+        self._pending: dict[tuple[str, bool, float | None], _Pending] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def add(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
+        """Queue `msg` (already validated, UNIQ_KEY set); the future gets its own result or error."""
+        loop = asyncio.get_running_loop()
+        key = (msg.topic, msg.wait_store_msg_ok, timeout)
+        size = item_size(msg)
+        pending = self._pending.get(key)
+        if pending is not None and (pending.size + size > self._max_bytes or len(pending.msgs) >= self._max_count):
+            self._flush(key)
+            pending = None
+        if pending is None:
+            pending = self._pending[key] = _Pending()
+            if self._linger_s > 0:
+                pending.handle = loop.call_later(self._linger_s, self._flush, key)
+            else:
+                # The next loop turn: after every send started in this one has been added.
+                pending.handle = loop.call_soon(self._flush, key)
+        fut: asyncio.Future[SendResult] = loop.create_future()
+        pending.msgs.append(msg)
+        pending.futures.append(fut)
+        pending.size += size
+        return fut
+
+    def _flush(self, key: tuple[str, bool, float | None]) -> None:
+        pending = self._pending.pop(key, None)
+        if pending is None:
+            return
+        if pending.handle is not None:
+            pending.handle.cancel()
+        task = asyncio.ensure_future(self._deliver(pending.msgs, pending.futures, key[2]))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, msgs: list[Message], futures: list[asyncio.Future[SendResult]],
+                       timeout: float | None) -> None:
+        if len(msgs) == 1:
+            await self._one(msgs[0], futures[0], timeout)
+            return
+        try:
+            result = await self._send_batch(msgs, timeout)
+        except Exception as exc:  # noqa: BLE001 - handed to the callers below
+            if isinstance(exc, BrokerError):
+                # The broker refused the whole batch (it stores all or nothing): each message is sent
+                # on its own so that each gets its own verdict, not its neighbour's.
+                await asyncio.gather(*(self._one(m, f, timeout) for m, f in zip(msgs, futures)))
+                return
+            for fut in futures:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for fut, one in zip(futures, split_result(result, msgs)):
+            if not fut.done():
+                fut.set_result(one)
+
+    async def _one(self, msg: Message, fut: asyncio.Future[SendResult], timeout: float | None) -> None:
+        try:
+            result = await self._send_one(msg, timeout)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller
+            if not fut.done():
+                fut.set_exception(exc)
+            return
+        if not fut.done():
+            fut.set_result(result)
+
+    async def close(self) -> None:
+        """Send everything still pending and wait for it."""
+        for key in list(self._pending):
+            self._flush(key)
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,188 @@
+"""Natural batching: sends pending together travel as one batch, each keeping its own result and error."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from orbitmq.client import Producer, PullConsumer
+from orbitmq.client.accumulator import SendAccumulator, coalescable, split_result
+from orbitmq.client.message import Message
+from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import SendResult, SendStatus
+from orbitmq.errors import BrokerError, ConnectError
+from tests.client.helpers import create_topic
+from tests.support.procs import ServerProcess, orbitmq_command, start_server
+
+
+def _result(n: int, first_offset: int = 10) -> SendResult:
+    return SendResult(SendStatus.SEND_OK, "ignored", ",".join(f"OFF{i}" for i in range(n)),
+                      MessageQueue("T", "b", 3), first_offset)
+
+
+def _msgs(n: int) -> list[Message]:
+    msgs = [Message("T", f"m{i}".encode()) for i in range(n)]
+    for i, m in enumerate(msgs):
+        m.unique_key = f"U{i}"
+    return msgs
+
+
+# --- sans-IO: the accumulator with fake send paths ------------------------------------------------
+
+
+def test_a_batch_result_is_split_into_one_result_per_message() -> None:
+    results = split_result(_result(3), _msgs(3))
+    assert [r.msg_id for r in results] == ["U0", "U1", "U2"]
+    assert [r.offset_msg_id for r in results] == ["OFF0", "OFF1", "OFF2"]
+    assert [r.queue_offset for r in results] == [10, 11, 12]
+    assert {r.message_queue for r in results} == {MessageQueue("T", "b", 3)}
+
+
+def test_only_plain_messages_are_coalesced() -> None:
+    assert coalescable(Message("T", b"x", tags="A", keys=["k"]), 4096)
+    assert not coalescable(Message("T", b"x" * 4096), 4096)  # would be compressed on its own
+    assert not coalescable(Message("T", b"x", delay_time_level=3), 4096)
+    assert not coalescable(Message("%RETRY%G", b"x"), 4096)
+    timed = Message("T", b"x")
+    timed.properties["TIMER_DELAY_MS"] = "1000"
+    assert not coalescable(timed, 4096)
+    half = Message("T", b"x")
+    half.properties["TRAN_MSG"] = "true"
+    assert not coalescable(half, 4096)
+    with_user_property = Message("T", b"x")
+    with_user_property.put_user_property("order", "42")
+    assert coalescable(with_user_property, 4096)
+
+
+class FakeSends:
+    def __init__(self, batch_error: BaseException | None = None) -> None:
+        self.batches: list[list[Message]] = []
+        self.singles: list[Message] = []
+        self.batch_error = batch_error
+
+    async def one(self, msg: Message, timeout: float | None) -> SendResult:
+        self.singles.append(msg)
+        return SendResult(SendStatus.SEND_OK, msg.unique_key or "", "single", MessageQueue("T", "b", 0), 1)
+
+    async def batch(self, msgs: list[Message], timeout: float | None) -> SendResult:
+        self.batches.append(msgs)
+        if self.batch_error is not None:
+            raise self.batch_error
+        return _result(len(msgs))
+
+
+async def test_sends_of_one_loop_turn_become_one_batch_and_a_lone_send_stays_single() -> None:
+    fake = FakeSends()
+    acc = SendAccumulator(fake.one, fake.batch)
+    futures = [acc.add(m, None) for m in _msgs(5)]
+    results = await asyncio.gather(*futures)
+    assert len(fake.batches) == 1 and len(fake.batches[0]) == 5 and not fake.singles
+    assert [r.queue_offset for r in results] == [10, 11, 12, 13, 14]
+    alone = await acc.add(_msgs(1)[0], None)
+    assert alone.offset_msg_id == "single" and len(fake.batches) == 1
+
+
+async def test_a_full_batch_leaves_at_once_and_the_rest_start_another() -> None:
+    fake = FakeSends()
+    acc = SendAccumulator(fake.one, fake.batch, batch_max_count=4)
+    await asyncio.gather(*(acc.add(m, None) for m in _msgs(10)))
+    assert [len(b) for b in fake.batches] == [4, 4, 2] and not fake.singles
+
+
+async def test_a_batch_the_broker_refuses_is_resent_message_by_message() -> None:
+    fake = FakeSends(BrokerError.for_code(13, "the batch is too large"))
+    acc = SendAccumulator(fake.one, fake.batch)
+    results = await asyncio.gather(*(acc.add(m, None) for m in _msgs(3)))
+    assert len(fake.batches) == 1 and [m.unique_key for m in fake.singles] == ["U0", "U1", "U2"]
+    assert [r.msg_id for r in results] == ["U0", "U1", "U2"]
+
+
+async def test_a_connection_failure_reaches_every_sender_of_the_batch() -> None:
+    fake = FakeSends(ConnectError("connection lost"))
+    acc = SendAccumulator(fake.one, fake.batch)
+    outcomes = await asyncio.gather(*(acc.add(m, None) for m in _msgs(3)), return_exceptions=True)
+    assert all(isinstance(o, ConnectError) for o in outcomes) and not fake.singles
+
+
+async def test_linger_joins_sends_started_in_different_turns() -> None:
+    fake = FakeSends()
+    acc = SendAccumulator(fake.one, fake.batch, linger_ms=50)
+    first = acc.add(_msgs(1)[0], None)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    second = acc.add(_msgs(2)[1], None)
+    await asyncio.gather(first, second)
+    assert len(fake.batches) == 1 and len(fake.batches[0]) == 2
+
+
+async def test_close_sends_what_is_pending() -> None:
+    fake = FakeSends()
+    acc = SendAccumulator(fake.one, fake.batch, linger_ms=60_000)
+    futures = [acc.add(m, None) for m in _msgs(2)]
+    await acc.close()
+    assert all(f.done() for f in futures) and len(fake.batches) == 1
+
+
+# --- against orbitmq dev ---------------------------------------------------------------------------------
+
+
+async def test_concurrent_sends_travel_as_one_batch_and_each_message_is_stored_as_sent(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic, pgroup, cgroup = names
+    async with Producer(pgroup, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic)
+        msgs = [Message(topic, f"body-{i}".encode(), tags=f"T{i % 3}", keys=[f"k{i}"]) for i in range(64)]
+        results = await asyncio.gather(*(producer.send(m) for m in msgs))
+    # One queue and consecutive offsets: the 64 sends were stored by one batch request.
+    assert len({r.message_queue for r in results}) == 1
+    offsets = [r.queue_offset for r in results]
+    assert offsets == list(range(offsets[0], offsets[0] + 64))
+    assert [r.msg_id for r in results] == [m.unique_key for m in msgs]
+    assert len({r.offset_msg_id for r in results}) == 64 and all("," not in r.offset_msg_id for r in results)
+    stored = []
+    async with PullConsumer(cgroup, namesrv_addr=namesrv) as consumer:
+        offset = offsets[0]
+        while len(stored) < 64:
+            pulled = await consumer.pull(results[0].message_queue, "*", offset, 32)
+            assert pulled.messages, "the stored batch ended early"
+            stored += pulled.messages
+            offset = pulled.next_begin_offset
+    assert [(m.body, m.tags, m.keys, m.unique_key) for m in stored] == \
+        [(m.body, m.tags, m.keys, m.unique_key) for m in msgs]
+
+
+async def test_with_auto_batch_off_each_send_is_its_own_request(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, pgroup, _ = names
+    async with Producer(pgroup, namesrv_addr=namesrv, auto_batch=False) as producer:
+        await create_topic(producer, topic)
+        results = await asyncio.gather(*(producer.send(Message(topic, b"x")) for _ in range(16)))
+    assert len({r.message_queue for r in results}) > 1  # round robin over the queues, one by one
+
+
+@pytest.fixture
+def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A dev server whose brokers accept at most 16 KiB per message body (and per batch body)."""
+    tmp = tmp_path_factory.mktemp("small-broker")
+    conf = tmp / "broker.conf"
+    conf.write_text("maxMessageSize=16384\n")
+    server = start_server(orbitmq_command("dev", "--store", str(tmp / "store"), "--namesrv-port", "0",
+                                          "--broker-port", "0", "--host", "127.0.0.1", "-c", str(conf)), listeners=2)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_batch_over_the_brokers_limit_falls_back_to_single_sends(
+    small_broker: ServerProcess, names: tuple[str, str, str]
+) -> None:
+    topic, pgroup, _ = names
+    async with Producer(pgroup, namesrv_addr=small_broker.addresses[0]) as producer:
+        await create_topic(producer, topic)
+        msgs = [Message(topic, bytes([i]) * 1000) for i in range(32)]  # ~33 KiB together, 1 KiB each
+        results = await asyncio.gather(*(producer.send(m) for m in msgs))
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert len({(r.message_queue, r.queue_offset) for r in results}) == 32
