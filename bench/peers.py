@@ -569,14 +569,45 @@ def collect(procs: list[subprocess.Popen[str]], timeout: float = 900.0) -> list[
     return out
 
 
-def run_produce(b: Broker, mode: str, procs: int, seconds: float) -> dict[str, float]:
+def strace_attach(pids: list[int], seconds: float, out: str) -> subprocess.Popen[bytes]:
+    """`strace -c` on `pids` (all their threads) for `seconds`: a count of system calls by name."""
+    args = ["timeout", "-s", "INT", str(seconds), "strace", "-c", "-f", "-o", out]
+    for pid in pids:
+        args += ["-p", str(pid)]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def strace_counts(path: str) -> dict[str, int]:
+    """Calls by syscall name from a `strace -c` summary."""
+    counts: dict[str, int] = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 5 and parts[-1] != "total" and parts[3].isdigit():
+                counts[parts[-1]] = int(parts[3])
+    return counts
+
+
+def per_10k(counts: dict[str, int], messages: int) -> tuple[float, str]:
+    total = sum(counts.values()) * 1e4 / max(messages, 1)
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:4]
+    return total, ", ".join(f"{name} {n * 1e4 / max(messages, 1):,.0f}" for name, n in top)
+
+
+def run_produce(b: Broker, mode: str, procs: int, seconds: float, strace_dir: str = "") -> dict[str, float]:
     start_at = time.time() + 2.0 + 0.5 * procs
     workers = [spawn(b.system, f"produce-{mode}", b.target, "--seconds", str(seconds), "--start-at", str(start_at))
                for _ in range(procs)]
     time.sleep(max(0.0, start_at - time.time()))
+    tracers = []
+    if strace_dir:
+        tracers = [strace_attach([b.pid], seconds, os.path.join(strace_dir, "broker")),
+                   strace_attach([w.pid for w in workers], seconds, os.path.join(strace_dir, "client"))]
     cpu0 = cpu_seconds(b.pid)
     time.sleep(seconds)
     broker_cpu = cpu_seconds(b.pid) - cpu0
+    for tracer in tracers:
+        tracer.wait(30)
     results = collect(workers)
     sent = sum(r["sent"] for r in results)
     span = max(r["end"] for r in results) - min(r["start"] for r in results)
@@ -586,6 +617,12 @@ def run_produce(b: Broker, mode: str, procs: int, seconds: float) -> dict[str, f
     if mode == "one":
         row["p50 us"] = results[0]["p50_us"]
         row["p99 us"] = results[0]["p99_us"]
+    if strace_dir:
+        # Under strace every call is slow, so throughput drops; calls per message are what count here.
+        for side in ("broker", "client"):
+            total, top = per_10k(strace_counts(os.path.join(strace_dir, side)), sent)
+            row[f"{side} syscalls/10k"] = total
+            print(f"  {b.system} {side}: {total:,.0f} system calls per 10k messages ({top})")
     return row
 
 
@@ -633,6 +670,8 @@ def main() -> None:
     p.add_argument("--only", default=",".join(WORKLOADS), help=f"subset of {','.join(WORKLOADS)}")
     p.add_argument("--systems", default=",".join(SYSTEMS), help=f"subset of {','.join(SYSTEMS)}")
     p.add_argument("--json", action="store_true", help="print the medians as one JSON object too")
+    p.add_argument("--strace", action="store_true",
+                   help="count system calls per 10k messages of the send workloads (strace -c; slows every system)")
     a = p.parse_args()
     if a.quick:
         a.seconds, a.backlog, a.latency_seconds, a.reps = 2.0, 20_000, 3.0, 1
@@ -656,7 +695,8 @@ def main() -> None:
                         b.reset()
                         if w in ("pipelined", "one", "procs4"):
                             mode = "one" if w == "one" else "pipelined"
-                            row = run_produce(b, mode, 4 if w == "procs4" else 1, a.seconds)
+                            row = run_produce(b, mode, 4 if w == "procs4" else 1, a.seconds,
+                                              b.tmp if a.strace else "")
                         elif w == "drain":
                             row = run_drain(b, a.backlog)
                         else:
@@ -680,11 +720,12 @@ def report(results: dict[str, dict[str, list[dict[str, float]]]], systems: list[
                       for s, rows in by_system.items() if rows}
         keys = [k for k in next(iter(medians[w].values())) if k != "errors"]
         print(f"\n{w}")
-        print("  " + "system".ljust(9) + "".join(k.rjust(16) for k in keys))
+        widths = [max(14, len(k)) + 2 for k in keys]
+        print("  " + "system".ljust(9) + "".join(k.rjust(n) for k, n in zip(keys, widths)))
         for s in systems:
             m = medians[w].get(s)
             if m:
-                print("  " + s.ljust(9) + "".join(f"{m[k]:16,.1f}" for k in keys)
+                print("  " + s.ljust(9) + "".join(f"{m[k]:{n},.1f}" for k, n in zip(keys, widths))
                       + (f"   ({m['errors']:.0f} errors)" if m["errors"] else ""))
         base = medians[w].get("orbitmq")
         headline = "p99 ms" if w == "latency" else "msg/s"
