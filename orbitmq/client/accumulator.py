@@ -69,16 +69,24 @@ def split_result(result: SendResult, msgs: list[Message]) -> list[SendResult]:
 
 @dataclass
 class _Pending:
+    """Sends gathered for one batch; the first sender (the leader) sends them all."""
+
     msgs: list[Message] = field(default_factory=list)
+    #: The followers' futures, index i for msgs[i + 1] (the leader returns its own result).
     futures: list[asyncio.Future[SendResult]] = field(default_factory=list)
     size: int = 0
-    handle: asyncio.Handle | asyncio.TimerHandle | None = None
+    #: Set when the leader should stop waiting for company (linger over, or the producer closing).
+    wake: asyncio.Future[None] | None = None
 
 
 class SendAccumulator:
-    """Collects a producer's coalescable sends per (topic, WAIT, timeout) and sends them together.
+    """Joins a producer's coalescable sends per (topic, WAIT, timeout) into batches.
 
-    Owned by one producer and used on its event loop only. `close()` sends what is pending.
+    The first send of a batch leads: it waits one loop turn (or `linger_ms`) for others to join.
+    Alone, it is sent from the caller's own task, as if there were no accumulator; with company,
+    one task sends the batch and settles every sender's future, so that a sender that gives up
+    (is cancelled) never takes the others' results with it. Owned by one producer and used on its
+    event loop only.
     """
 
     def __init__(self, send_one: SendOne, send_batch: SendBatch, *, linger_ms: int = 0,
@@ -91,35 +99,51 @@ class SendAccumulator:
         self._pending: dict[tuple[str, bool, float | None], _Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def add(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
-        """Queue `msg` (already validated, UNIQ_KEY set); the future gets its own result or error."""
-        loop = asyncio.get_running_loop()
+    async def send(self, msg: Message, timeout: float | None) -> SendResult:
+        """Send `msg` (already validated, UNIQ_KEY set), alone or with others; its own result or error."""
         key = (msg.topic, msg.wait_store_msg_ok, timeout)
         size = item_size(msg)
         pending = self._pending.get(key)
-        if pending is not None and (pending.size + size > self._max_bytes or len(pending.msgs) >= self._max_count):
-            self._flush(key)
-            pending = None
-        if pending is None:
-            pending = self._pending[key] = _Pending()
-            if self._linger_s > 0:
-                pending.handle = loop.call_later(self._linger_s, self._flush, key)
-            else:
-                # The next loop turn: after every send started in this one has been added.
-                pending.handle = loop.call_soon(self._flush, key)
-        fut: asyncio.Future[SendResult] = loop.create_future()
-        pending.msgs.append(msg)
-        pending.futures.append(fut)
-        pending.size += size
-        return fut
+        loop = asyncio.get_running_loop()
+        if pending is not None and pending.size + size <= self._max_bytes and len(pending.msgs) < self._max_count:
+            fut: asyncio.Future[SendResult] = loop.create_future()
+            pending.msgs.append(msg)
+            pending.futures.append(fut)
+            pending.size += size
+            return await fut
+        # A full batch stays with its leader, who sends it after its wait; this send leads the next.
+        pending = self._pending[key] = _Pending([msg], [], size)
+        try:
+            await self._wait_for_company(pending)
+        except asyncio.CancelledError:
+            # This sender gave up while waiting: the ones that joined it are sent without it.
+            if self._pending.get(key) is pending:
+                del self._pending[key]
+            if pending.futures:
+                self._spawn(pending.msgs[1:], pending.futures, timeout)
+            raise
+        if self._pending.get(key) is pending:
+            del self._pending[key]
+        if not pending.futures:
+            return await self._send_one(msg, timeout)
+        own = loop.create_future()
+        self._spawn(pending.msgs, [own, *pending.futures], timeout)
+        return await own
 
-    def _flush(self, key: tuple[str, bool, float | None]) -> None:
-        pending = self._pending.pop(key, None)
-        if pending is None:
+    async def _wait_for_company(self, pending: _Pending) -> None:
+        if self._linger_s <= 0:
+            await asyncio.sleep(0)  # one loop turn: every send started in this one has joined
             return
-        if pending.handle is not None:
-            pending.handle.cancel()
-        task = asyncio.ensure_future(self._deliver(pending.msgs, pending.futures, key[2]))
+        loop = asyncio.get_running_loop()
+        wake = pending.wake = loop.create_future()
+        handle = loop.call_later(self._linger_s, _set_done, wake)
+        try:
+            await wake
+        finally:
+            handle.cancel()
+
+    def _spawn(self, msgs: list[Message], futures: list[asyncio.Future[SendResult]], timeout: float | None) -> None:
+        task = asyncio.ensure_future(self._deliver(msgs, futures, timeout))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -130,33 +154,45 @@ class SendAccumulator:
             return
         try:
             result = await self._send_batch(msgs, timeout)
-        except Exception as exc:  # noqa: BLE001 - handed to the callers below
-            if isinstance(exc, BrokerError):
-                # The broker refused the whole batch (it stores all or nothing): each message is sent
-                # on its own so that each gets its own verdict, not its neighbour's.
-                await asyncio.gather(*(self._one(m, f, timeout) for m, f in zip(msgs, futures)))
-                return
+        except BrokerError:
+            # The broker refused the whole batch (it stores all or nothing): each message is sent
+            # on its own so that each gets its own verdict, not its neighbour's.
+            await asyncio.gather(*(self._one(m, f, timeout) for m, f in zip(msgs, futures)))
+            return
+        except Exception as exc:  # noqa: BLE001 - handed to every sender of the batch
             for fut in futures:
-                if not fut.done():
-                    fut.set_exception(exc)
+                _settle(fut, exc)
             return
         for fut, one in zip(futures, split_result(result, msgs)):
-            if not fut.done():
-                fut.set_result(one)
+            _settle(fut, one)
 
     async def _one(self, msg: Message, fut: asyncio.Future[SendResult], timeout: float | None) -> None:
         try:
             result = await self._send_one(msg, timeout)
-        except Exception as exc:  # noqa: BLE001 - handed to the caller
-            if not fut.done():
-                fut.set_exception(exc)
+        except Exception as exc:  # noqa: BLE001 - handed to the sender
+            _settle(fut, exc)
             return
-        if not fut.done():
-            fut.set_result(result)
+        _settle(fut, result)
 
     async def close(self) -> None:
-        """Send everything still pending and wait for it."""
-        for key in list(self._pending):
-            self._flush(key)
+        """Stop lingering: send what is pending now, and wait until every batch has been answered."""
+        for pending in list(self._pending.values()):
+            if pending.wake is not None:
+                _set_done(pending.wake)
+        await asyncio.sleep(0)  # woken leaders hand their batches to tasks
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _settle(fut: asyncio.Future[SendResult], outcome: SendResult | BaseException) -> None:
+    if fut.done():
+        return  # its sender gave up (cancelled)
+    if isinstance(outcome, BaseException):
+        fut.set_exception(outcome)
+    else:
+        fut.set_result(outcome)

@@ -159,7 +159,7 @@ class Producer(ClientService):
         """
         fut: asyncio.Future[SendResult]
         if self._coalesce(msg, selector, queue):
-            fut = self._accumulate(msg, timeout)
+            fut = asyncio.ensure_future(self._accumulate(msg, timeout))
         else:
             coro = self._send(msg, selector, arg, queue, timeout, self.config.retry_times_when_send_async_failed)
             fut = asyncio.ensure_future(coro)
@@ -224,10 +224,10 @@ class Producer(ClientService):
         return (self._accumulator is not None and selector is None and queue is None and isinstance(msg, Message)
                 and coalescable(msg, self.config.compress_msg_body_over_howmuch))
 
-    def _accumulate(self, msg: Message, timeout: float | None) -> asyncio.Future[SendResult]:
+    async def _accumulate(self, msg: Message, timeout: float | None) -> SendResult:
         assert self._accumulator is not None
         self._prepare(msg)  # validation errors reach this caller at once, as for any send
-        return self._accumulator.add(msg, timeout)
+        return await self._accumulator.send(msg, timeout)
 
     async def _send_single(self, msg: Message, timeout: float | None) -> SendResult:
         """A coalescable message that found no company: the ordinary single send."""

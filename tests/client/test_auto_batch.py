@@ -76,25 +76,25 @@ class FakeSends:
 async def test_sends_of_one_loop_turn_become_one_batch_and_a_lone_send_stays_single() -> None:
     fake = FakeSends()
     acc = SendAccumulator(fake.one, fake.batch)
-    futures = [acc.add(m, None) for m in _msgs(5)]
+    futures = [acc.send(m, None) for m in _msgs(5)]
     results = await asyncio.gather(*futures)
     assert len(fake.batches) == 1 and len(fake.batches[0]) == 5 and not fake.singles
     assert [r.queue_offset for r in results] == [10, 11, 12, 13, 14]
-    alone = await acc.add(_msgs(1)[0], None)
+    alone = await acc.send(_msgs(1)[0], None)
     assert alone.offset_msg_id == "single" and len(fake.batches) == 1
 
 
 async def test_a_full_batch_leaves_at_once_and_the_rest_start_another() -> None:
     fake = FakeSends()
     acc = SendAccumulator(fake.one, fake.batch, batch_max_count=4)
-    await asyncio.gather(*(acc.add(m, None) for m in _msgs(10)))
+    await asyncio.gather(*(acc.send(m, None) for m in _msgs(10)))
     assert [len(b) for b in fake.batches] == [4, 4, 2] and not fake.singles
 
 
 async def test_a_batch_the_broker_refuses_is_resent_message_by_message() -> None:
     fake = FakeSends(BrokerError.for_code(13, "the batch is too large"))
     acc = SendAccumulator(fake.one, fake.batch)
-    results = await asyncio.gather(*(acc.add(m, None) for m in _msgs(3)))
+    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(3)))
     assert len(fake.batches) == 1 and [m.unique_key for m in fake.singles] == ["U0", "U1", "U2"]
     assert [r.msg_id for r in results] == ["U0", "U1", "U2"]
 
@@ -102,17 +102,17 @@ async def test_a_batch_the_broker_refuses_is_resent_message_by_message() -> None
 async def test_a_connection_failure_reaches_every_sender_of_the_batch() -> None:
     fake = FakeSends(ConnectError("connection lost"))
     acc = SendAccumulator(fake.one, fake.batch)
-    outcomes = await asyncio.gather(*(acc.add(m, None) for m in _msgs(3)), return_exceptions=True)
+    outcomes = await asyncio.gather(*(acc.send(m, None) for m in _msgs(3)), return_exceptions=True)
     assert all(isinstance(o, ConnectError) for o in outcomes) and not fake.singles
 
 
 async def test_linger_joins_sends_started_in_different_turns() -> None:
     fake = FakeSends()
     acc = SendAccumulator(fake.one, fake.batch, linger_ms=50)
-    first = acc.add(_msgs(1)[0], None)
+    first = asyncio.ensure_future(acc.send(_msgs(1)[0], None))
     for _ in range(3):
         await asyncio.sleep(0)
-    second = acc.add(_msgs(2)[1], None)
+    second = asyncio.ensure_future(acc.send(_msgs(2)[1], None))
     await asyncio.gather(first, second)
     assert len(fake.batches) == 1 and len(fake.batches[0]) == 2
 
@@ -120,9 +120,23 @@ async def test_linger_joins_sends_started_in_different_turns() -> None:
 async def test_close_sends_what_is_pending() -> None:
     fake = FakeSends()
     acc = SendAccumulator(fake.one, fake.batch, linger_ms=60_000)
-    futures = [acc.add(m, None) for m in _msgs(2)]
+    futures = [asyncio.ensure_future(acc.send(m, None)) for m in _msgs(2)]
+    await asyncio.sleep(0)  # both joined; the leader lingers
     await acc.close()
+    await asyncio.sleep(0)
     assert all(f.done() for f in futures) and len(fake.batches) == 1
+
+
+async def test_a_leader_that_gives_up_does_not_take_the_others_with_it() -> None:
+    fake = FakeSends()
+    acc = SendAccumulator(fake.one, fake.batch, linger_ms=60_000)
+    msgs = _msgs(3)
+    sends = [asyncio.ensure_future(acc.send(m, None)) for m in msgs]
+    await asyncio.sleep(0)
+    sends[0].cancel()  # the leader
+    results = await asyncio.gather(*sends[1:])
+    assert [r.msg_id for r in results] == ["U1", "U2"]
+    assert [[m.unique_key for m in b] for b in fake.batches] == [["U1", "U2"]]
 
 
 # --- against orbitmq dev ---------------------------------------------------------------------------------
