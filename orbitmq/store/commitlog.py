@@ -38,7 +38,9 @@ from orbitmq.common.record import (
     record_size,
 )
 from orbitmq.errors import CorruptRecord
+from orbitmq.store import kernels
 from orbitmq.store.api import PutMessageStatus
+from orbitmq.store.batch_records import batch_items
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.mapped_queue import MappedFileQueue
@@ -235,10 +237,10 @@ class CommitLog:
             )
         # Every item's record: fixed part + body + topic + properties (own, then the batch's).
         fixed = record_size(0, len(topic_raw), 0, sys_flag)
-        plan = _plan_batch(batch.body, extra, fixed)
-        total = 0
-        for item in plan:
-            total += item[3]
+        try:
+            _, total = kernels.plan_batch(batch.body, extra, fixed, mc.MAX_PROPERTIES_BYTES)
+        except ValueError as exc:
+            raise AppendFailure(PutMessageStatus[exc.args[0]], exc.args[1]) from None
         if total > self._max_record:
             raise AppendFailure(
                 PutMessageStatus.MESSAGE_ILLEGAL, f"batch of {total} bytes exceeds the limit of {self._max_record}"
@@ -256,32 +258,36 @@ class CommitLog:
         out: list[Appended] = []
         append = out.append
         view = mf.view
-        base = mf.file_from_offset
+        phys = mf.file_from_offset + pos
         born_ts = batch.born_timestamp
-        field = topic_block(topic_raw)
-        fast = born is not None and store is not None
-        for flag, body, raw, size in plan:
-            phys = base + pos
-            if fast:
-                write_v4(
-                    view, pos, size, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born,  # type: ignore[arg-type]
-                    store_ts, store, 0, 0, body, field, raw,  # type: ignore[arg-type]
-                )
-            else:
+        if born is not None and store is not None:
+            rows = kernels.write_batch_v4(
+                view, pos, batch.body, extra, topic_block(topic_raw), fixed, mc.MAX_PROPERTIES_BYTES, queue_id,
+                queue_offset, phys, sys_flag, born_ts, born[0], born[1], store_ts, store[0], store[1],
+            )
+            for size, tags_code, keys, uniq in rows:
+                append(Appended(topic, queue_id, phys, size, queue_offset, tags_code, store_ts, sys_flag, keys, uniq, 0))
+                phys += size
+                queue_offset += 1
+            pos += total
+        else:
+            for flag, body, raw in batch_items(batch.body, extra, mc.MAX_PROPERTIES_BYTES):
+                size = fixed + len(body) + len(raw)
                 encode_record_into(
                     view, pos, topic=topic_raw, body=body, properties=raw, queue_id=queue_id, flag=flag,
                     queue_offset=queue_offset, physical_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts,
                     born_host=batch.born_host, store_timestamp=store_ts, store_host=batch.store_host,
                 )
-            append(
-                Appended(
-                    topic, queue_id, phys, size, queue_offset,
-                    tag_hash_code(peek_property(raw, _TAGS, _SEP_TAGS) or None), store_ts, sys_flag,
-                    peek_property(raw, _KEYS, _SEP_KEYS), peek_property(raw, _UNIQ, _SEP_UNIQ), 0,
+                append(
+                    Appended(
+                        topic, queue_id, phys, size, queue_offset,
+                        tag_hash_code(peek_property(raw, _TAGS, _SEP_TAGS) or None), store_ts, sys_flag,
+                        peek_property(raw, _KEYS, _SEP_KEYS), peek_property(raw, _UNIQ, _SEP_UNIQ), 0,
+                    )
                 )
-            )
-            pos += size
-            queue_offset += 1
+                pos += size
+                phys += size
+                queue_offset += 1
         mf.wrote_position = pos
         mf.last_store_timestamp = store_ts
         self.topic_queue_table[key] = queue_offset
@@ -360,58 +366,3 @@ class CommitLog:
 
     def close(self) -> None:
         self.log.close()
-
-
-_ITEM_HEAD = struct.Struct(
-    ">i"  # TOTALSIZE: 20 + L + 2 + P
-    "i"   # MAGICCODE (not checked)
-    "i"   # BODYCRC (not used; the store computes it)
-    "i"   # FLAG
-    "i"   # BODY length L
-)
-
-
-def _plan_batch(body: bytes | bytearray | memoryview, extra: bytes, fixed: int) -> list[tuple[int, memoryview, bytes, int]]:
-    """Split a SEND_BATCH_MESSAGE body (§5.8) into (flag, body view, properties, record size) per item.
-
-    The same checks as `orbitmq.common.record.iter_batch_items`, inlined: this runs once per
-    message on the append path. Raises AppendFailure for a malformed body.
-    """
-    view = body if isinstance(body, memoryview) else memoryview(body)
-    end = len(view)
-    if not end:
-        raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
-    unpack_head = _ITEM_HEAD.unpack_from
-    unpack_u16 = _U16.unpack_from
-    max_props = mc.MAX_PROPERTIES_BYTES
-    plan: list[tuple[int, memoryview, bytes, int]] = []
-    pos = 0
-    try:
-        while pos < end:
-            total, _, _, flag, body_len = unpack_head(view, pos)
-            body_end = pos + 20 + body_len
-            if body_len < 0 or body_end + 2 > end:
-                raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: item at {pos} is truncated")
-            (props_len,) = unpack_u16(view, body_end)
-            if total != 22 + body_len + props_len or pos + total > end:
-                raise AppendFailure(
-                    PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: item at {pos} does not match its size"
-                )
-            own = view[body_end + 2 : pos + total]
-            if not extra:
-                raw = bytes(own)
-            elif not props_len:
-                raw = extra
-            elif own[-1] == 2:
-                raw = b"".join((own, extra))
-            else:
-                raw = b"".join((own, b"\x02", extra))
-            if len(raw) > max_props:
-                raise AppendFailure(
-                    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, f"properties are {len(raw)} bytes; at most {max_props} fit"
-                )
-            plan.append((flag, view[pos + 20 : body_end], raw, fixed + body_len + len(raw)))
-            pos += total
-    except struct.error as exc:
-        raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: item at {pos} is truncated") from exc
-    return plan
