@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from orbitmq.client.batch import item_size
-from orbitmq.client.queue import MessageQueue
+from orbitmq.client.batch import ITEM_OVERHEAD
 from orbitmq.client.results import SendResult
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message
-from orbitmq.errors import BrokerError
+from orbitmq.errors import BrokerError, MessageValidationError
 
 #: System properties that a batch item carries exactly as a single send does; any other reserved
 #: property (delay, timer, transaction, request-reply, retry bookkeeping...) keeps a message out.
@@ -47,6 +46,13 @@ def coalescable(msg: Message, compress_over: int) -> bool:
     return not any(name in _SPECIAL_PROPERTIES for name in msg.properties)
 
 
+def estimated_item_size(msg: Message) -> int:
+    """A batch item's size without encoding it: exact for ASCII properties, at most 4x short otherwise
+    (so a batch of `batch_max_bytes` stays far below maxMessageSize whatever the text)."""
+    props = msg.properties
+    return ITEM_OVERHEAD + len(msg.body) + sum(len(k) + len(v) + 2 for k, v in props.items()) - (1 if props else 0)
+
+
 def split_result(result: SendResult, msgs: list[Message]) -> list[SendResult]:
     """One `SendResult` per message of a stored batch.
 
@@ -54,17 +60,14 @@ def split_result(result: SendResult, msgs: list[Message]) -> list[SendResult]:
     of the first message; the others follow it one by one in the same queue.
     """
     offset_ids = result.offset_msg_id.split(",") if result.offset_msg_id else []
-    out = []
-    for i, msg in enumerate(msgs):
-        out.append(replace(
-            result,
-            msg_id=msg.unique_key or "",
-            offset_msg_id=offset_ids[i] if i < len(offset_ids) else "",
-            message_queue=MessageQueue(result.message_queue.topic, result.message_queue.broker_name,
-                                       result.message_queue.queue_id),
-            queue_offset=result.queue_offset + i if result.queue_offset >= 0 else result.queue_offset,
-        ))
-    return out
+    n = len(offset_ids)
+    first = result.queue_offset
+    status, mq, region, trace_on = result.status, result.message_queue, result.region_id, result.trace_on
+    return [
+        SendResult(status, msg.unique_key or "", offset_ids[i] if i < n else "", mq,
+                   first + i if first >= 0 else first, region, trace_on)
+        for i, msg in enumerate(msgs)
+    ]
 
 
 @dataclass
@@ -102,7 +105,7 @@ class SendAccumulator:
     async def send(self, msg: Message, timeout: float | None) -> SendResult:
         """Send `msg` (already validated, UNIQ_KEY set), alone or with others; its own result or error."""
         key = (msg.topic, msg.wait_store_msg_ok, timeout)
-        size = item_size(msg)
+        size = estimated_item_size(msg)
         pending = self._pending.get(key)
         loop = asyncio.get_running_loop()
         if pending is not None and pending.size + size <= self._max_bytes and len(pending.msgs) < self._max_count:
@@ -154,9 +157,9 @@ class SendAccumulator:
             return
         try:
             result = await self._send_batch(msgs, timeout)
-        except BrokerError:
-            # The broker refused the whole batch (it stores all or nothing): each message is sent
-            # on its own so that each gets its own verdict, not its neighbour's.
+        except (BrokerError, MessageValidationError):
+            # The broker refused the whole batch (it stores all or nothing), or one item cannot be
+            # encoded: each message is sent on its own so that each gets its own verdict.
             await asyncio.gather(*(self._one(m, f, timeout) for m, f in zip(msgs, futures)))
             return
         except Exception as exc:  # noqa: BLE001 - handed to every sender of the batch

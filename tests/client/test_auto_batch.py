@@ -8,11 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from orbitmq.client import Producer, PullConsumer
-from orbitmq.client.accumulator import SendAccumulator, coalescable, split_result
+from orbitmq.client.accumulator import SendAccumulator, coalescable, estimated_item_size, split_result
+from orbitmq.client.batch import item_size
 from orbitmq.client.message import Message
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SendResult, SendStatus
-from orbitmq.errors import BrokerError, ConnectError
+from orbitmq.errors import BrokerError, ConnectError, MessageValidationError
 from tests.client.helpers import create_topic
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
 
@@ -38,6 +39,15 @@ def test_a_batch_result_is_split_into_one_result_per_message() -> None:
     assert [r.offset_msg_id for r in results] == ["OFF0", "OFF1", "OFF2"]
     assert [r.queue_offset for r in results] == [10, 11, 12]
     assert {r.message_queue for r in results} == {MessageQueue("T", "b", 3)}
+
+
+def test_the_size_estimate_is_exact_for_ascii_and_never_far_below_otherwise() -> None:
+    plain = Message("T", b"x" * 100, tags="TagA", keys=["k1", "k2"])
+    plain.unique_key = "U" * 32
+    assert estimated_item_size(plain) == item_size(plain)
+    assert estimated_item_size(Message("T", b"")) == item_size(Message("T", b""))
+    wide = Message("T", b"x", tags="\u00e9\U0001f600" * 10)
+    assert item_size(wide) / 4 <= estimated_item_size(wide) <= item_size(wide)
 
 
 def test_only_plain_messages_are_coalesced() -> None:
@@ -97,6 +107,13 @@ async def test_a_batch_the_broker_refuses_is_resent_message_by_message() -> None
     results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(3)))
     assert len(fake.batches) == 1 and [m.unique_key for m in fake.singles] == ["U0", "U1", "U2"]
     assert [r.msg_id for r in results] == ["U0", "U1", "U2"]
+
+
+async def test_a_batch_that_cannot_be_encoded_is_sent_message_by_message() -> None:
+    fake = FakeSends(MessageValidationError("the properties of a message exceed 32767 bytes"))
+    acc = SendAccumulator(fake.one, fake.batch)
+    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(2)))
+    assert [r.msg_id for r in results] == ["U0", "U1"] and len(fake.singles) == 2
 
 
 async def test_a_connection_failure_reaches_every_sender_of_the_batch() -> None:
