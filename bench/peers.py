@@ -165,7 +165,9 @@ class OrbitClient(Client):
                                 consume_from_where="CONSUME_FROM_LAST_OFFSET")
         consumer.subscribe(self.topic, "*")
 
-        def listener(msgs: list[Any]) -> ConsumeResult:
+        # A coroutine listener runs on the consumer's event loop, as nats-py's callback does (a plain
+        # function would run on the consumer's thread pool, as Java's listeners do).
+        async def listener(msgs: list[Any]) -> ConsumeResult:
             for m in msgs:
                 on_body(m.body)
             return ConsumeResult.CONSUME_SUCCESS
