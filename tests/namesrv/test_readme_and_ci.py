@@ -21,7 +21,9 @@ def test_ci_runs_the_test_command_the_readme_gives() -> None:
     commands = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
     assert "./run test" in commands, "the README must give ./run test as the test command"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"^exec \./run test\b", ci, flags=re.MULTILINE), ".ci/run must run the README's test command"
+    assert re.search(r"^\./run test\b", ci, flags=re.MULTILINE), ".ci/run must run the README's test command"
+    assert re.search(r"^ORBITMQ_PURE_PYTHON=1 \./run test\b", ci, flags=re.MULTILINE), \
+        ".ci/run must run the suite again on the Python twins of the compiled kernels"
 
 
 def test_the_readme_namesrv_command_uses_flags_the_cli_accepts() -> None:
