@@ -59,7 +59,9 @@ from orbitmq.broker.timer.routing import DelayRouting
 from orbitmq.broker.timer.service import TimerService
 from orbitmq.broker.topics import TopicTable
 from orbitmq.broker.transaction import TransactionService
-from orbitmq.errors import ConfigError
+from orbitmq.common.message import MessageExt
+from orbitmq.common.record import decode_record
+from orbitmq.errors import ConfigError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -79,6 +81,27 @@ def default_store(config: StoreConfig, delay_levels_ms: tuple[int, ...] | None =
     if delay_levels_ms is None:
         return DefaultMessageStore(config)
     return DefaultMessageStore(config, delay_levels_ms=delay_levels_ms)
+
+
+class _StoredMessages:
+    """What the ACL checks read from the broker (acl/validator.StoredMessages)."""
+
+    def __init__(self, store: MessageStore, consumers: ConsumerRegistry) -> None:
+        self.store = store
+        self.consumers = consumers
+
+    def message_at(self, commit_log_offset: int) -> MessageExt | None:
+        found = self.store.select_one_message_by_offset(commit_log_offset)
+        if found is None:
+            return None
+        with found:
+            try:  # no body: a compressed one must not hide the topic
+                return decode_record(found.buffer, with_body=False, decompress=False)
+            except OrbitMQError:
+                return None
+
+    def subscribes(self, group: str, topic: str) -> bool:
+        return self.consumers.subscription(group, topic) is not None
 
 
 class _TrackingRegistry:
@@ -104,15 +127,20 @@ class _TrackingRegistry:
                 if request.is_oneway:
                     return None
                 return request.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is shutting down")
+            grant = None
             if self.acl is not None:
                 try:
-                    self.acl.check(request, peer.host)
-                except AclError as exc:  # RocketMQ answers an ACL refusal as SYSTEM_ERROR with its text
-                    return None if request.is_oneway else request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+                    grant = self.acl.check(request, peer.host)
+                except AclError as exc:  # the refusal's code (SYSTEM_ERROR as 4.x, or NO_PERMISSION) and text
+                    return None if request.is_oneway else request.response(exc.code, str(exc))
             self.in_flight += 1
             self._idle.clear()
             try:
-                return await handler(request, peer)
+                response = await handler(request, peer)
+                if grant is not None and response is not None:
+                    assert self.acl is not None
+                    response = self.acl.screen(request, response, grant)
+                return response
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:
@@ -247,7 +275,8 @@ class Broker:
         self.replication = self._create_replication(store)
 
         if config.acl_enable:
-            self.acl = AclValidator(config.acl_file)
+            self.acl = AclValidator(config.acl_file, clock_ms=self.clock_ms)
+            self.acl.stored = _StoredMessages(store, self.consumers)
             try:
                 self.acl.load()
             except AclError as exc:

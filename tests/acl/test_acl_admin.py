@@ -90,15 +90,33 @@ def test_mqadmin_acl_commands_are_refused_without_an_admin_account(own_acl_clust
     assert cluster.acl_file.read_text() == before
 
 
-async def test_a_global_white_address_lets_an_unsigned_loopback_client_in(own_acl_cluster: AclCluster) -> None:
+async def test_a_global_white_address_restricts_addresses_and_still_needs_a_signature(
+    own_acl_cluster: AclCluster,
+) -> None:
     cluster = own_acl_cluster
-    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
     done = mqadmin(cluster, "updateGlobalWhiteAddr", "-b", cluster.broker, "-g", "10.0.0.*,127.0.0.1")
     assert done.returncode == 0, done.stderr
-    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SUCCESS
+    # Whitelisted, but unsigned: still refused (RocketMQ 4.x would let it in, as admin).
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
+    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=ADMIN)).code == ResponseCode.SUCCESS
     done = mqadmin(cluster, "updateGlobalWhiteAddr", "-b", cluster.broker, "-g", "10.0.0.*")
     assert done.returncode == 0, done.stderr
-    assert (await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SYSTEM_ERROR
+    # Loopback is no longer listed: even a signed admin request is refused.
+    outside = await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=ADMIN)
+    assert outside.code == ResponseCode.NO_PERMISSION and "globalWhiteRemoteAddresses" in (outside.remark or "")
+
+
+async def test_white_address_skips_signature_restores_the_rocketmq_4_whitelist(own_acl_cluster: AclCluster) -> None:
+    cluster = own_acl_cluster
+    doc = yaml.safe_load(cluster.acl_file.read_text())
+    doc["whiteAddressSkipsSignature"] = True
+    doc["globalWhiteRemoteAddresses"] = ["127.0.0.1"]
+    cluster.acl_file.write_text(yaml.safe_dump(doc))
+    await eventually_code(cluster, None, want_success=True)
+    # As in 4.x the whitelisted address may do what only an admin may.
+    fields = {"accessKey": "whiteMade01", "secretKey": "whiteMade01", "admin": "true"}
+    made = await call(cluster.broker, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)
+    assert made.code == ResponseCode.SUCCESS, made.remark
 
 
 async def test_a_changed_plain_acl_yml_is_picked_up_without_restart(own_acl_cluster: AclCluster) -> None:
@@ -106,9 +124,10 @@ async def test_a_changed_plain_acl_yml_is_picked_up_without_restart(own_acl_clus
     doc = yaml.safe_load(cluster.acl_file.read_text())
     doc["accounts"].append({"accessKey": "handEdited1", "secretKey": "handSecret1", "whiteRemoteAddress": "127.0.0.1"})
     cluster.acl_file.write_text(yaml.safe_dump(doc))
-    # An account whose whiteRemoteAddress matches needs its key but no valid signature.
-    unsigned_but_known = AclCredentials("handEdited1", "wrongSecret")
-    await eventually_code(cluster, unsigned_but_known, want_success=True)
+    await eventually_code(cluster, AclCredentials("handEdited1", "handSecret1"), want_success=True)
+    # A matching whiteRemoteAddress does not stand in for the signature.
+    wrong = await call(cluster.broker, RequestCode.GET_BROKER_RUNTIME_INFO, creds=AclCredentials("handEdited1", "wrong"))
+    assert wrong.code == ResponseCode.SYSTEM_ERROR and "Check signature failed" in (wrong.remark or "")
     # A broken file is ignored: the rules loaded before stay in force.
     cluster.acl_file.write_text("accounts: [this is: not: valid")
     eventually(lambda: any("not reloaded" in line for line in list(cluster.process.output)),

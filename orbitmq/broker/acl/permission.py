@@ -8,7 +8,6 @@ SUB|PUB.
 from __future__ import annotations
 
 from orbitmq.broker.acl.errors import AclError
-from orbitmq.remoting.codes import RequestCode
 
 DENY = 1
 ANY = 2
@@ -16,22 +15,6 @@ PUB = 4
 SUB = 8
 
 _NAMES: dict[str, int] = {"DENY": DENY, "PUB": PUB, "SUB": SUB, "PUB|SUB": PUB | SUB, "SUB|PUB": PUB | SUB}
-
-#: Codes only an admin account may send. RocketMQ 4.9 lists the first five; the
-#: ACL-changing codes are added so a plain account cannot grant itself rights,
-#: and GET_BROKER_CLUSTER_ACL_CONFIG because its answer holds every secret key.
-ADMIN_CODES: frozenset[int] = frozenset({
-    RequestCode.UPDATE_AND_CREATE_TOPIC,
-    RequestCode.UPDATE_BROKER_CONFIG,
-    RequestCode.DELETE_TOPIC_IN_BROKER,
-    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-    RequestCode.DELETE_SUBSCRIPTIONGROUP,
-    RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
-    RequestCode.DELETE_ACL_CONFIG,
-    RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
-    RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG,
-})
-
 
 def parse_perm(text: str | None) -> int:
     """RocketMQ's reading: an unknown or missing word means DENY."""

@@ -14,6 +14,15 @@ File shape (RocketMQ 4.x):
         groupPerms: [groupA=SUB]
     dataVersion: [{counter: 3, timestamp: 1700000000000}]   # written by the broker
 
+OrbitMQ's additions (docs/security.md):
+
+    allowLegacySignature: true       # false: refuse RocketMQ 4.x (version 1) signatures
+    signatureSkewMillis: 300000      # version 2: timestamp window and replay-cache lifetime
+    whiteAddressSkipsSignature: false  # true: RocketMQ 4.x whitelists (no signature needed)
+    accounts:
+      - accessKey: ...
+        signatureVersion: 2          # this account must sign with version 2
+
 Every edit builds the new document, checks that it loads, and only then
 replaces the file (write, fsync, rename), so a refused edit never leaves a
 broken file behind.
@@ -35,6 +44,9 @@ from orbitmq.common.names import RETRY_GROUP_TOPIC_PREFIX
 from orbitmq.store.config_file import write_atomically
 
 KEY_MIN_LENGTH = 6
+#: Version 2 signatures: how far a request's timestamp may be from the server's clock (5 minutes,
+#: the usual allowance for unsynchronised clocks); also how long a nonce is remembered.
+DEFAULT_SIGNATURE_SKEW_MS = 300_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,10 @@ class Account:
     perms: Mapping[str, int]
     white: Matcher
     raw: Mapping[str, Any]
+    #: 1: RocketMQ 4.x signatures accepted (unless the file refuses them); 2: version 2 only.
+    signature_version: int = 1
+    #: A whiteRemoteAddress pattern is set (blank means no address restriction).
+    has_white: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,6 +77,10 @@ class PlainAcl:
     counter: int = 0
     timestamp: int = 0
     document: Mapping[str, Any] = field(default_factory=dict)
+    allow_legacy_signature: bool = True
+    signature_skew_ms: int = DEFAULT_SIGNATURE_SKEW_MS
+    #: RocketMQ 4.x whitelists: a matching address skips the signature and every other check.
+    white_skips_signature: bool = False
 
     @property
     def version_json(self) -> str:
@@ -91,6 +111,17 @@ def _bool(value: Any) -> bool:
     return str(value).strip().lower() == "true"
 
 
+def _flag(doc: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = doc.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() not in ("true", "false"):
+        raise AclError(f"plain_acl.yml: {key} must be true or false, not {value!r}")
+    return str(value).strip().lower() == "true"
+
+
 def build_account(raw: Mapping[str, Any]) -> Account:
     """One `accounts` entry -> `Account`; raises `AclError` naming what is wrong."""
     if not isinstance(raw, Mapping):
@@ -108,6 +139,9 @@ def build_account(raw: Mapping[str, Any]) -> Account:
         if raw.get(key) not in (None, ""):
             check_perm_word(str(raw[key]), key)
     white = raw.get("whiteRemoteAddress")
+    version = raw.get("signatureVersion", 1)
+    if str(version).strip() not in ("1", "2"):
+        raise AclError(f"plain_acl.yml: signatureVersion of {access_key} must be 1 or 2, not {version!r}")
     return Account(
         access_key=str(access_key),
         secret_key=str(secret_key),
@@ -117,6 +151,8 @@ def build_account(raw: Mapping[str, Any]) -> Account:
         perms=perms,
         white=compile_address(None if white is None else str(white)),
         raw=dict(raw),
+        signature_version=int(str(version).strip()),
+        has_white=bool(white is not None and str(white).strip()),
     )
 
 
@@ -144,7 +180,13 @@ def parse_document(doc: Any) -> PlainAcl:
             timestamp = int(versions[0].get("timestamp", 0))
         except (TypeError, ValueError):
             raise AclError("plain_acl.yml: dataVersion holds no numbers") from None
+    skew = doc.get("signatureSkewMillis", DEFAULT_SIGNATURE_SKEW_MS)
+    if isinstance(skew, bool) or not str(skew).strip().isdigit() or int(str(skew).strip()) <= 0:
+        raise AclError(f"plain_acl.yml: signatureSkewMillis must be a positive number, not {skew!r}")
     return PlainAcl(
+        allow_legacy_signature=_flag(doc, "allowLegacySignature", True),
+        signature_skew_ms=int(str(skew).strip()),
+        white_skips_signature=_flag(doc, "whiteAddressSkipsSignature", False),
         accounts=accounts,
         global_white=compile_addresses(white_addrs),
         global_white_addrs=tuple(white_addrs),
