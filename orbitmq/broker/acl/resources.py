@@ -197,11 +197,15 @@ def _unregister(request: RemotingCommand) -> Needed:
 
 def _clone_offsets(request: RemotingCommand) -> Needed:
     if _field(request, "topic") is None:
-        raise AclError(
-            "CLONE_GROUP_OFFSET without a topic rewrites every topic of the group: it needs an admin account",
-            no_permission=True,
-        )
+        raise NeedsAdmin("CLONE_GROUP_OFFSET without a topic rewrites every topic of the group: it needs an admin account")
     return _all(_group("srcGroup", SUB), _group("destGroup", SUB), _topic("topic", SUB))(request)
+
+
+class NeedsAdmin(AclError):
+    """Raised by a rule when this form of the request is for admin accounts only."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, no_permission=True)
 
 
 def _broker(acl2: str, needs: NeedsFn = _nothing, stored: Stored = Stored.NONE) -> Rule:

@@ -37,7 +37,7 @@ from orbitmq.broker.acl import plain_config
 from orbitmq.broker.acl.errors import AclError
 from orbitmq.broker.acl.permission import PUB, SUB, allows
 from orbitmq.broker.acl.plain_config import Account, AccountUpdate, PlainAcl
-from orbitmq.broker.acl.resources import LEGACY_CHECKED, Stored, group_resource, rule_for
+from orbitmq.broker.acl.resources import LEGACY_CHECKED, NeedsAdmin, Stored, group_resource, rule_for
 from orbitmq.broker.acl.signature import (
     ACCESS_KEY,
     SIGNATURE,
@@ -242,7 +242,13 @@ class AclValidator:
                 f"Need admin permission for request code={code}, but accessKey={account.access_key} is not",
                 no_permission=code not in LEGACY_CHECKED,
             )
-        for resource, perm in rule.needs(request):
+        try:
+            needed = rule.needs(request)
+        except NeedsAdmin:
+            if not account.admin:
+                raise
+            needed = []
+        for resource, perm in needed:
             why = refusal(account, resource, perm)
             if why is not None:
                 raise AclError(why, no_permission=code not in LEGACY_CHECKED)
