@@ -1,7 +1,13 @@
-"""Client side of RocketMQ 4.x plain ACL: sign every outgoing request (protocol reference 6.10).
+"""Client side of plain ACL: sign every outgoing request.
 
     creds = AclCredentials("RocketMQ", "12345678")
     sign_request(cmd, creds)          # adds AccessKey, SecurityToken (if any) and Signature
+
+Version 1 is RocketMQ 4.x's signature (protocol reference 6.10), understood by
+every broker. `AclCredentials(..., signature_version=2)` signs with OrbitMQ's
+version 2 instead (broker/acl/signature.py: field names and lengths, the
+request code and the body's SHA-256 under HMAC-SHA256, plus a timestamp and a
+fresh nonce, so a captured request cannot be altered or sent again).
 
 `SigningRemotingClient` is a `RemotingClient` that signs each request it
 sends, so producers, consumers and the admin client pass credentials once
@@ -12,21 +18,29 @@ Responses the client sends back to the broker are never signed, as in Java.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
+import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from orbitmq.client.config import ClientConfig
+from orbitmq.common.signing import (
+    ACCESS_KEY,
+    SECURITY_TOKEN,
+    SIGNATURE,
+    SIGNATURE_NONCE,
+    SIGNATURE_TIMESTAMP,
+    SIGNATURE_VERSION,
+    V2,
+    signature_v1,
+)
+from orbitmq.common.signing import signature_v2 as compute_v2
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
 
-ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"
-SIGNATURE = "Signature"
-SECURITY_TOKEN = "SecurityToken"
+_ONLY_SIGNATURE = frozenset({SIGNATURE})
 
 
 @dataclass(frozen=True)
@@ -36,32 +50,41 @@ class AclCredentials:
     access_key: str
     secret_key: str
     security_token: str | None = None
+    signature_version: int = 1
 
     def __post_init__(self) -> None:
         if not self.access_key or not self.secret_key:
             raise ConfigError("ACL credentials need both an access key and a secret key")
+        if self.signature_version not in (1, 2):
+            raise ConfigError(f"signature_version must be 1 or 2, not {self.signature_version!r}")
 
     @classmethod
     def from_options(
-        cls, access_key: str | None, secret_key: str | None, security_token: str | None = None
+        cls,
+        access_key: str | None,
+        secret_key: str | None,
+        security_token: str | None = None,
+        signature_version: int = 1,
     ) -> AclCredentials | None:
         """None when neither key is given; `ConfigError` when only one is."""
         if not access_key and not secret_key:
             return None
         if not access_key or not secret_key:
             raise ConfigError("give both access_key and secret_key, or neither")
-        return cls(access_key, secret_key, security_token or None)
+        return cls(access_key, secret_key, security_token or None, signature_version)
 
 
 def signature(ext_fields: dict[str, str], body: bytes, secret_key: str) -> str:
-    """Base64 HMAC-SHA1 over the values of all fields but Signature, sorted by key, then the body."""
-    # Java sorts the keys in a TreeMap (UTF-16 order): equal to Python's order for header names.
-    text = "".join(v for k, v in sorted(ext_fields.items()) if k != SIGNATURE).encode("utf-8")
-    return base64.b64encode(hmac.new(secret_key.encode("utf-8"), text + body, hashlib.sha1).digest()).decode("ascii")
+    """Version 1: Base64 HMAC-SHA1 over the values of all fields but Signature, sorted by key, then the body."""
+    return signature_v1(ext_fields, body, secret_key, _ONLY_SIGNATURE)
 
 
 def sign_request(cmd: RemotingCommand, creds: AclCredentials) -> RemotingCommand:
-    """Add AccessKey (and SecurityToken) and Signature to `cmd`'s ext fields in place; returns `cmd`."""
+    """Add AccessKey (and SecurityToken) and Signature to `cmd`'s ext fields in place; returns `cmd`.
+
+    With version 2 every call stamps a new timestamp and nonce: a request sent
+    again (a retry) is signed again, never replayed.
+    """
     fields = cmd.ext_fields
     if fields is None:
         fields = cmd.ext_fields = {}
@@ -70,7 +93,15 @@ def sign_request(cmd: RemotingCommand, creds: AclCredentials) -> RemotingCommand
     if creds.security_token:
         fields[SECURITY_TOKEN] = creds.security_token
     body = cmd.body_bytes() if cmd.body is not None else b""
-    fields[SIGNATURE] = signature(fields, body, creds.secret_key)
+    if creds.signature_version == 2:
+        fields[SIGNATURE_VERSION] = V2
+        fields[SIGNATURE_TIMESTAMP] = str(int(time.time() * 1000))
+        fields[SIGNATURE_NONCE] = secrets.token_hex(16)
+        fields[SIGNATURE] = compute_v2(cmd.code, fields, body, creds.secret_key)
+    else:
+        for name in (SIGNATURE_VERSION, SIGNATURE_TIMESTAMP, SIGNATURE_NONCE):
+            fields.pop(name, None)
+        fields[SIGNATURE] = signature(fields, body, creds.secret_key)
     return cmd
 
 

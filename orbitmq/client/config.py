@@ -52,6 +52,9 @@ class ClientConfig:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     security_token: str | None = field(default=None, repr=False)
+    #: 2: sign with OrbitMQ's version 2 (field names, lengths, body digest, timestamp, nonce);
+    #: 1: RocketMQ 4.x's signature, which 4.x brokers understand.
+    signature_version: int = 1
 
 
 @dataclass(frozen=True)

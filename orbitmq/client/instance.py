@@ -106,7 +106,9 @@ class ClientInstance:
         self._namesrv_index = 0
         timeout = config.mq_client_api_timeout_ms / 1000
         #: Plain ACL credentials (client/acl.py); the remoting client signs every request with them.
-        self.acl_credentials = AclCredentials.from_options(config.access_key, config.secret_key, config.security_token)
+        self.acl_credentials = AclCredentials.from_options(
+            config.access_key, config.secret_key, config.security_token, config.signature_version
+        )
         self.remoting: RemotingClient = make_remoting_client(self.acl_credentials, connect_timeout=3.0)
         self.api = MQClientAPI(self.remoting, timeout)
         self.routes: dict[str, TopicRouteData] = {}

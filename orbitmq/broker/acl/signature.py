@@ -8,16 +8,8 @@ field, or bytes moved between the last value and the body, verify all the
 same. Nothing in it is fresh, so a captured request can be sent again.
 
 Version 2 (OrbitMQ's own clients; `SignatureVersion: 2`) signs an
-unambiguous canonical form with HMAC-SHA256:
-
-    ORBITMQ-HMAC-SHA256 \\n
-    <request code> \\n
-    <field count> \\n
-    for each field but Signature, sorted by name (UTF-8 bytes):
-        <len(name)>:<name><len(value)>:<value>
-    \\n <hex SHA-256 of the body>
-
-The fields include `SignatureTimestamp` (ms since the epoch) and
+unambiguous canonical form with HMAC-SHA256 (common/signing.py).
+Its fields include `SignatureTimestamp` (ms since the epoch) and
 `SignatureNonce`, which `ReplayGuard` checks: the timestamp within a skew
 window of the server's clock, the (access key, nonce) pair never seen before
 inside that window. Only `hmac` and `hashlib` primitives are used.
@@ -25,43 +17,35 @@ inside that window. Only `hmac` and `hashlib` primitives are used.
 
 from __future__ import annotations
 
-import base64
-import functools
-import hashlib
 import heapq
 import hmac
 from collections.abc import Mapping
 
-SIGNATURE = "Signature"
-ACCESS_KEY = "AccessKey"
-SECURITY_TOKEN = "SecurityToken"
+from orbitmq.common.signing import (
+    ACCESS_KEY,
+    SECURITY_TOKEN,
+    SIGNATURE,
+    SIGNATURE_NONCE,
+    SIGNATURE_TIMESTAMP,
+    SIGNATURE_VERSION,
+    V2,
+    signature_v1,
+    signature_v2,
+)
+
+__all__ = [
+    "ACCESS_KEY", "SECURITY_TOKEN", "SIGNATURE", "SIGNATURE_NONCE", "SIGNATURE_TIMESTAMP", "SIGNATURE_VERSION",
+    "V2", "ReplayGuard", "compute", "matches", "matches_v2",
+]
+
 #: Added by the Java client to QUERY_MESSAGE after it may have signed; never part of the content.
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
-
-SIGNATURE_VERSION = "SignatureVersion"
-SIGNATURE_TIMESTAMP = "SignatureTimestamp"
-SIGNATURE_NONCE = "SignatureNonce"
-V2 = "2"
-_V2_PREFIX = b"ORBITMQ-HMAC-SHA256\n"
 #: Longest nonce accepted: bounds what one entry of the replay cache can hold.
 MAX_NONCE_LENGTH = 64
 
 
-@functools.lru_cache(maxsize=256)
-def _keyed(secret_key: str) -> hmac.HMAC:
-    """An HMAC-SHA1 primed with the key: copying it skips the key setup on every request."""
-    return hmac.new(secret_key.encode("utf-8"), digestmod=hashlib.sha1)
-
-
-def compute(fields: Mapping[str, str], body: bytes, secret_key: str, skip: frozenset[str]) -> str:
-    """Version 1: Base64 HMAC-SHA1 of the values of `fields` minus `skip`, sorted by key, then `body`."""
-    # Java's TreeMap orders String keys by UTF-16 units: the same as Python for the ASCII
-    # header names, and the only difference (astral characters) cannot occur in them.
-    text = "".join(str(v) for k, v in sorted(fields.items()) if k not in skip).encode("utf-8")
-    mac = _keyed(secret_key).copy()
-    mac.update(text)
-    mac.update(body)  # fed separately: no copy of a large body
-    return base64.b64encode(mac.digest()).decode("ascii")
+#: Version 1, as the broker recomputes it.
+compute = signature_v1
 
 
 _WITHOUT_UNIQUE = frozenset({SIGNATURE, UNIQUE_KEY_QUERY})
@@ -78,32 +62,9 @@ def matches(fields: Mapping[str, str], body: bytes, secret_key: str, given: str)
     return hmac.compare_digest(compute(fields, body, secret_key, _WITH_UNIQUE).encode("ascii"), wanted)
 
 
-def _netstring(text: str) -> bytes:
-    data = text.encode("utf-8")
-    return str(len(data)).encode("ascii") + b":" + data
-
-
-def canonical_v2(code: int, fields: Mapping[str, str], body: bytes) -> bytes:
-    """The bytes version 2 signs (see the module docstring)."""
-    items = sorted((str(k).encode("utf-8"), str(v)) for k, v in fields.items() if k != SIGNATURE)
-    parts = [_V2_PREFIX, str(int(code)).encode("ascii"), b"\n", str(len(items)).encode("ascii"), b"\n"]
-    for name, value in items:
-        parts.append(str(len(name)).encode("ascii") + b":" + name)
-        parts.append(_netstring(value))
-    parts.append(b"\n")
-    parts.append(hashlib.sha256(body).hexdigest().encode("ascii"))
-    return b"".join(parts)
-
-
-def compute_v2(code: int, fields: Mapping[str, str], body: bytes, secret_key: str) -> str:
-    """Version 2: Base64 HMAC-SHA256 of `canonical_v2`."""
-    mac = hmac.new(secret_key.encode("utf-8"), canonical_v2(code, fields, body), hashlib.sha256)
-    return base64.b64encode(mac.digest()).decode("ascii")
-
-
 def matches_v2(code: int, fields: Mapping[str, str], body: bytes, secret_key: str, given: str) -> bool:
     wanted = given.encode("utf-8", "replace")
-    return hmac.compare_digest(compute_v2(code, fields, body, secret_key).encode("ascii"), wanted)
+    return hmac.compare_digest(signature_v2(code, fields, body, secret_key).encode("ascii"), wanted)
 
 
 class ReplayGuard:
