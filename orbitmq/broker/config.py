@@ -73,6 +73,17 @@ class BrokerConfig:
     #: plain_acl.yml (RocketMQ reads ROCKETMQ_HOME/conf/plain_acl.yml). Empty means
     #: <storePathRootDir>/conf/plain_acl.yml; a relative path is taken from the working directory.
     acl_config_path: str = ""
+    #: The broker's own ACL account (not RocketMQ keys): it signs what the broker sends to
+    #: NameServers (REGISTER_BROKER needs an admin account when the NameServer has ACL on)
+    #: and, on a slave, to its master. Both or neither.
+    broker_access_key: str = ""
+    broker_secret_key: str = field(default="", repr=False)
+    #: HA port authentication (not RocketMQ keys): a slave proves with an HMAC of a challenge that
+    #: it holds the group's secret before the master sends CommitLog bytes. The secret is haSecret,
+    #: else brokerSecretKey when aclEnable=true; it is on whenever there is one, or when
+    #: haAuthEnable=true (which then requires one). Master and slave need the same secret.
+    ha_auth_enable: bool = False
+    ha_secret: str = field(default="", repr=False)
     #: VIP ("fast") channel: RocketMQ also serves every code but PULL_MESSAGE on listenPort - 2.
     #: -1 means listenPort - 2 (off when listenPort is 0); 0 an ephemeral port; else that port.
     fast_listen_port: int = -1
@@ -132,6 +143,15 @@ class BrokerConfig:
     def broker_addr(self) -> str:
         """`ip:port` clients use to reach this broker."""
         return f"{self.advertised_ip}:{self.listen_port}"
+
+    @property
+    def ha_auth_secret(self) -> str:
+        """The HA port's shared secret; empty means plain RocketMQ HA (no authentication)."""
+        if self.ha_secret:
+            return self.ha_secret
+        if self.acl_enable and self.broker_secret_key:
+            return self.broker_secret_key
+        return ""
 
     @property
     def acl_file(self) -> str:
@@ -210,6 +230,10 @@ class BrokerConfig:
             raise ConfigError("brokerName and brokerClusterName must not be empty")
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be positive")
+        if bool(self.broker_access_key) != bool(self.broker_secret_key):
+            raise ConfigError("brokerAccessKey and brokerSecretKey go together: give both or neither")
+        if self.ha_auth_enable and not self.ha_auth_secret:
+            raise ConfigError("haAuthEnable=true needs haSecret (or aclEnable=true with brokerSecretKey)")
         for addr in self.namesrv_addrs:
             host, sep, port = addr.rpartition(":")
             if not sep or not host or not port.isdigit():
@@ -228,6 +252,8 @@ class BrokerConfig:
                 text = "true" if value else "false"
             else:
                 text = str(value)
+            if f.name in _SECRETS and text:
+                text = "******"  # never handed out over the wire
             out[_FIELD_TO_KEY[f.name]] = text
         out["brokerIP1"] = self.advertised_ip
         store_props = getattr(self.store, "to_properties", None)
@@ -239,7 +265,12 @@ class BrokerConfig:
 # --- key tables --------------------------------------------------------------
 
 #: Keys UPDATE_BROKER_CONFIG may not change: they shape listeners and the ACL check.
-_RESTART_ONLY = ("acl_enable", "acl_config_path", "fast_listen_port", "fast_channel_enable", "listen_port")
+_RESTART_ONLY = (
+    "acl_enable", "acl_config_path", "fast_listen_port", "fast_channel_enable", "listen_port",
+    "broker_access_key", "broker_secret_key", "ha_auth_enable", "ha_secret",
+)
+#: Shown masked by GET_BROKER_CONFIG.
+_SECRETS = frozenset({"broker_secret_key", "ha_secret"})
 
 #: RocketMQ property names whose Python name is not a plain camelCase conversion.
 _SPECIAL_KEYS: dict[str, str] = {

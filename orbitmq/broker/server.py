@@ -65,6 +65,7 @@ from orbitmq.errors import ConfigError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
 from orbitmq.store.api import MessageStore
 from orbitmq.store.config import BrokerRole, StoreConfig
@@ -302,7 +303,7 @@ class Broker:
             await self.schedule.start()
             await self.timers.start()
 
-        self._client = RemotingClient()
+        self._client = make_remoting_client(self._own_credentials())
         replication = self.replication
         assert replication is not None
         await replication.start(config.listen_host, self.live.value.advertised_ip)
@@ -370,6 +371,13 @@ class Broker:
         ).register(registry)
         AclHandlers(self.acl, self._identity).register(registry)
 
+    def _own_credentials(self) -> AclCredentials | None:
+        """The broker's own account (brokerAccessKey/brokerSecretKey), for what it sends."""
+        config = self.live.value
+        if not config.broker_access_key:
+            return None
+        return AclCredentials(config.broker_access_key, config.broker_secret_key)
+
     def _identity(self) -> tuple[str, str, str]:
         config = self.live.value
         return config.broker_cluster_name, config.broker_name, self.broker_addr
@@ -395,7 +403,7 @@ class Broker:
             metadata = MetadataSync(
                 topics=self.topics, groups=self.groups, offsets=self.offsets, config_dir=config.store.config_dir,
                 topics_changed=self._topics_changed, groups_changed=self._groups_changed,
-                offsets_changed=self._offsets_changed,
+                offsets_changed=self._offsets_changed, credentials=self._own_credentials(),
             )
         return Replication(config, store, metadata=metadata)
 

@@ -1,142 +1,38 @@
-"""Client side of plain ACL: sign every outgoing request.
+"""Client side of plain ACL: the `access_key` / `secret_key` / `signature_version` options.
+
+Producers, consumers and the admin client pass credentials once and the
+instance's `SigningRemotingClient` (remoting/signing.py) signs every request:
 
     creds = AclCredentials("RocketMQ", "12345678")
     sign_request(cmd, creds)          # adds AccessKey, SecurityToken (if any) and Signature
-
-Version 1 is RocketMQ 4.x's signature (protocol reference 6.10), understood by
-every broker. `AclCredentials(..., signature_version=2)` signs with OrbitMQ's
-version 2 instead (broker/acl/signature.py: field names and lengths, the
-request code and the body's SHA-256 under HMAC-SHA256, plus a timestamp and a
-fresh nonce, so a captured request cannot be altered or sent again).
-
-`SigningRemotingClient` is a `RemotingClient` that signs each request it
-sends, so producers, consumers and the admin client pass credentials once
-(`access_key=` / `secret_key=` options) and every request carries them.
-Responses the client sends back to the broker are never signed, as in Java.
 """
 
 from __future__ import annotations
 
-import asyncio
-import secrets
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from orbitmq.client.config import ClientConfig
-from orbitmq.common.signing import (
+from orbitmq.remoting.signing import (
     ACCESS_KEY,
+    SECRET_KEY,
     SECURITY_TOKEN,
     SIGNATURE,
-    SIGNATURE_NONCE,
-    SIGNATURE_TIMESTAMP,
-    SIGNATURE_VERSION,
-    V2,
-    signature_v1,
+    AclCredentials,
+    SigningRemotingClient,
+    make_remoting_client,
+    sign_request,
+    signature,
 )
-from orbitmq.common.signing import signature_v2 as compute_v2
-from orbitmq.errors import ConfigError
-from orbitmq.remoting.command import RemotingCommand
-from orbitmq.remoting.transport import RemotingClient
 
-SECRET_KEY = "SecretKey"
-_ONLY_SIGNATURE = frozenset({SIGNATURE})
+__all__ = [
+    "ACCESS_KEY", "SECRET_KEY", "SECURITY_TOKEN", "SIGNATURE", "AclCredentials", "SigningRemotingClient",
+    "acl_options", "make_remoting_client", "sign_request", "signature",
+]
 
 
-@dataclass(frozen=True)
-class AclCredentials:
-    """An access key and its secret (never sent), plus an optional security token."""
-
-    access_key: str
-    secret_key: str
-    security_token: str | None = None
-    signature_version: int = 1
-
-    def __post_init__(self) -> None:
-        if not self.access_key or not self.secret_key:
-            raise ConfigError("ACL credentials need both an access key and a secret key")
-        if self.signature_version not in (1, 2):
-            raise ConfigError(f"signature_version must be 1 or 2, not {self.signature_version!r}")
-
-    @classmethod
-    def from_options(
-        cls,
-        access_key: str | None,
-        secret_key: str | None,
-        security_token: str | None = None,
-        signature_version: int = 1,
-    ) -> AclCredentials | None:
-        """None when neither key is given; `ConfigError` when only one is."""
-        if not access_key and not secret_key:
-            return None
-        if not access_key or not secret_key:
-            raise ConfigError("give both access_key and secret_key, or neither")
-        return cls(access_key, secret_key, security_token or None, signature_version)
-
-
-def signature(ext_fields: dict[str, str], body: bytes, secret_key: str) -> str:
-    """Version 1: Base64 HMAC-SHA1 over the values of all fields but Signature, sorted by key, then the body."""
-    return signature_v1(ext_fields, body, secret_key, _ONLY_SIGNATURE)
-
-
-def sign_request(cmd: RemotingCommand, creds: AclCredentials) -> RemotingCommand:
-    """Add AccessKey (and SecurityToken) and Signature to `cmd`'s ext fields in place; returns `cmd`.
-
-    With version 2 every call stamps a new timestamp and nonce: a request sent
-    again (a retry) is signed again, never replayed.
-    """
-    fields = cmd.ext_fields
-    if fields is None:
-        fields = cmd.ext_fields = {}
-    fields.pop(SIGNATURE, None)
-    fields[ACCESS_KEY] = creds.access_key
-    if creds.security_token:
-        fields[SECURITY_TOKEN] = creds.security_token
-    body = cmd.body_bytes() if cmd.body is not None else b""
-    if creds.signature_version == 2:
-        fields[SIGNATURE_VERSION] = V2
-        fields[SIGNATURE_TIMESTAMP] = str(int(time.time() * 1000))
-        fields[SIGNATURE_NONCE] = secrets.token_hex(16)
-        fields[SIGNATURE] = compute_v2(cmd.code, fields, body, creds.secret_key)
-    else:
-        for name in (SIGNATURE_VERSION, SIGNATURE_TIMESTAMP, SIGNATURE_NONCE):
-            fields.pop(name, None)
-        fields[SIGNATURE] = signature(fields, body, creds.secret_key)
-    return cmd
-
-
-class SigningRemotingClient(RemotingClient):
-    """A `RemotingClient` that signs every request it sends with `creds`."""
-
-    def __init__(self, creds: AclCredentials, *, connect_timeout: float = 3.0) -> None:
-        super().__init__(connect_timeout=connect_timeout)
-        self.creds = creds
-
-    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
-        return await super().invoke(addr, sign_request(cmd, self.creds), timeout)
-
-    def invoke_async(
-        self,
-        addr: str,
-        cmd: RemotingCommand,
-        timeout: float = 3.0,
-        callback: Callable[[asyncio.Future[RemotingCommand]], None] | None = None,
-    ) -> asyncio.Future[RemotingCommand]:
-        return super().invoke_async(addr, sign_request(cmd, self.creds), timeout, callback)
-
-    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        await super().invoke_oneway(addr, sign_request(cmd, self.creds))
-
-
-def acl_options(config: ClientConfig) -> dict[str, str]:
+def acl_options(config: ClientConfig) -> dict[str, object]:
     """The ACL keyword options of `config` (for a helper producer that must sign like its owner)."""
     options = {"access_key": config.access_key, "secret_key": config.secret_key,
                "security_token": config.security_token}
-    return {k: v for k, v in options.items() if v}
-
-
-def make_remoting_client(creds: AclCredentials | None, *, connect_timeout: float = 3.0) -> RemotingClient:
-    """A signing client when `creds` is given, else a plain one."""
-    if creds is None:
-        return RemotingClient(connect_timeout=connect_timeout)
-    return SigningRemotingClient(creds, connect_timeout=connect_timeout)
+    out: dict[str, object] = {k: v for k, v in options.items() if v}
+    if config.signature_version != 1:
+        out["signature_version"] = config.signature_version
+    return out

@@ -15,10 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 from orbitmq.broker.ha.acks import AckWaiters
-from orbitmq.broker.ha.protocol import ReportDecoder, encode_transfer_header, start_offset
+from orbitmq.broker.ha.protocol import (
+    NONCE_SIZE,
+    PROOF_SIZE,
+    ReportDecoder,
+    encode_challenge,
+    encode_transfer_header,
+    proof_ok,
+    start_offset,
+)
 from orbitmq.errors import FrameError
 from orbitmq.store.api import MessageStore, PutMessageStatus
 
@@ -41,6 +50,8 @@ class MasterSettings:
     housekeeping_interval_ms: int = 20_000
     slave_fallbehind_max: int = 256 * 1024 * 1024
     commit_log_file_size: int = 1 << 30
+    #: Non-empty: a slave must answer the HA challenge with this secret (protocol.py).
+    auth_secret: str = field(default="", repr=False)
 
 
 class HAMaster:
@@ -111,20 +122,40 @@ class HAMaster:
         assert task is not None
         self._handlers.add(task)
         peer = writer.get_extra_info("peername")
-        self.connections += 1
-        log.info("slave %s connected to the HA port", peer)
+        counted = False
         try:
+            await self._authenticate(reader, writer)
+            self.connections += 1
+            counted = True
+            log.info("slave %s connected to the HA port", peer)
             await self._converse(reader, writer)
         except (FrameError, ConnectionError, TimeoutError) as exc:
             log.warning("HA connection of slave %s closed: %s", peer, exc)
         finally:
-            self.connections -= 1
+            if counted:
+                self.connections -= 1
             self._handlers.discard(task)
             # Drop unsent frames at once: they may still point into mapped CommitLog files,
             # and the slave resumes from its own offset anyway.
             writer.transport.abort()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """With a secret: challenge the slave and refuse it unless its proof matches."""
+        secret = self.settings.auth_secret
+        if not secret:
+            return
+        nonce = os.urandom(NONCE_SIZE)
+        writer.write(encode_challenge(nonce))
+        await writer.drain()
+        idle_s = self.settings.housekeeping_interval_ms / 1000
+        try:
+            proof = await asyncio.wait_for(reader.readexactly(PROOF_SIZE), idle_s)
+        except asyncio.IncompleteReadError:
+            raise FrameError("the slave failed HA authentication: it closed the connection without a proof") from None
+        if not proof_ok(secret, nonce, proof):
+            raise FrameError("the slave failed HA authentication (wrong or missing haSecret)")
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         settings = self.settings

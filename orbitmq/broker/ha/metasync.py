@@ -29,6 +29,7 @@ from orbitmq.errors import RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.transport import RemotingClient
 from orbitmq.store.config_file import write_atomically
 
@@ -65,9 +66,11 @@ class MetadataSync:
         groups_changed: Callable[[], None],
         offsets_changed: Callable[[], None],
         interval_ms: int = SYNC_INTERVAL_MS,
+        credentials: AclCredentials | None = None,
     ) -> None:
-        #: Its own connection to the master, so a slow master never delays registration.
-        self.client = RemotingClient()
+        #: Its own connection to the master, so a slow master never delays registration;
+        #: signed with the broker's own account when it has one (a master with ACL on).
+        self.client: RemotingClient = make_remoting_client(credentials)
         self.topics = topics
         self.groups = groups
         self.offsets = offsets

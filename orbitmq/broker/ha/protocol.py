@@ -13,12 +13,22 @@ Master -> slave: transfer frames, header then data:
         "i"     # data size N; 0 is a heartbeat naming the next offset
     )           # followed by N raw CommitLog bytes
 
+With HA authentication on (an OrbitMQ addition; broker key haSecret), the
+master first sends a challenge and the slave answers with a proof before
+its first report; a slave that cannot prove it holds the secret is
+disconnected before any CommitLog byte leaves the master:
+
+    CHALLENGE = b"OMQHA1" + 16 random bytes                 master -> slave
+    PROOF     = HMAC-SHA256(secret, b"orbitmq-ha-auth\n" + nonce)   slave -> master (32 bytes)
+
 Nothing here touches a socket or a clock: bytes go in, values come out.
 Bad input raises FrameError; the caller closes the connection.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import struct
 from dataclasses import dataclass
 
@@ -32,6 +42,35 @@ TRANSFER_HEADER = struct.Struct(
 
 #: RocketMQ's haTransferBatchSize: most data bytes in one transfer frame.
 DEFAULT_TRANSFER_BATCH = 32 * 1024
+
+
+AUTH_MAGIC = b"OMQHA1"
+NONCE_SIZE = 16
+CHALLENGE_SIZE = len(AUTH_MAGIC) + NONCE_SIZE
+PROOF_SIZE = hashlib.sha256().digest_size
+_PROOF_CONTEXT = b"orbitmq-ha-auth\n"
+
+
+def encode_challenge(nonce: bytes) -> bytes:
+    if len(nonce) != NONCE_SIZE:
+        raise ValueError(f"an HA challenge nonce is {NONCE_SIZE} bytes, not {len(nonce)}")
+    return AUTH_MAGIC + nonce
+
+
+def challenge_nonce(data: bytes) -> bytes:
+    """The nonce of a master's challenge; FrameError when `data` is not one."""
+    if len(data) != CHALLENGE_SIZE or not data.startswith(AUTH_MAGIC):
+        raise FrameError("the master did not send an HA authentication challenge (is haSecret set on both?)")
+    return data[len(AUTH_MAGIC):]
+
+
+def encode_proof(secret: str, nonce: bytes) -> bytes:
+    """The slave's answer: it holds `secret`."""
+    return hmac.new(secret.encode("utf-8"), _PROOF_CONTEXT + nonce, hashlib.sha256).digest()
+
+
+def proof_ok(secret: str, nonce: bytes, proof: bytes) -> bool:
+    return hmac.compare_digest(encode_proof(secret, nonce), proof)
 
 
 def encode_report(max_offset: int) -> bytes:

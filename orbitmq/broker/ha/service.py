@@ -62,6 +62,7 @@ class Replication:
                 SlaveSettings(
                     heartbeat_interval_ms=store_config.ha_send_heartbeat_interval,
                     housekeeping_interval_ms=store_config.ha_housekeeping_interval,
+                    auth_secret=config.ha_auth_secret,
                 ),
                 store_config.ha_master_address,
             )
@@ -79,6 +80,7 @@ class Replication:
                 housekeeping_interval_ms=store_config.ha_housekeeping_interval,
                 slave_fallbehind_max=store_config.ha_slave_fallbehind_max,
                 commit_log_file_size=store_config.mapped_file_size_commit_log,
+                auth_secret=config.ha_auth_secret,
             ),
         )
         _, port = await self.master.start()

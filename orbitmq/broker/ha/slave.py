@@ -16,9 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from orbitmq.broker.ha.protocol import TransferDecoder, encode_report
+from orbitmq.broker.ha.protocol import (
+    CHALLENGE_SIZE,
+    TransferDecoder,
+    challenge_nonce,
+    encode_proof,
+    encode_report,
+)
 from orbitmq.errors import FrameError
 from orbitmq.store.api import MessageStore
 
@@ -35,6 +41,8 @@ class SlaveSettings:
     heartbeat_interval_ms: int = 5_000
     housekeeping_interval_ms: int = 20_000
     connect_timeout_s: float = 3.0
+    #: Non-empty: answer the master's HA challenge with this secret (protocol.py).
+    auth_secret: str = field(default="", repr=False)
 
 
 def _split_addr(addr: str) -> tuple[str, int]:
@@ -98,6 +106,13 @@ class HASlave:
         self.connected = True
         heartbeat: asyncio.Task[None] | None = None
         try:
+            if self.settings.auth_secret:
+                idle_s = self.settings.housekeeping_interval_ms / 1000
+                try:
+                    challenge = await asyncio.wait_for(reader.readexactly(CHALLENGE_SIZE), idle_s)
+                except asyncio.IncompleteReadError as exc:
+                    raise ConnectionError("the master closed the HA connection before its challenge") from exc
+                writer.write(encode_proof(self.settings.auth_secret, challenge_nonce(challenge)))
             writer.write(encode_report(self.store.get_max_phy_offset()))
             await writer.drain()
             log.info("replicating from master %s at offset %d", addr, self.store.get_max_phy_offset())
