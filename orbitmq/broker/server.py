@@ -376,7 +376,8 @@ class Broker:
         config = self.live.value
         if not config.broker_access_key:
             return None
-        return AclCredentials(config.broker_access_key, config.broker_secret_key)
+        # Version 2: a captured REGISTER_BROKER cannot be replayed to redirect a route later.
+        return AclCredentials(config.broker_access_key, config.broker_secret_key, signature_version=2)
 
     def _identity(self) -> tuple[str, str, str]:
         config = self.live.value

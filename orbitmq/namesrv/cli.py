@@ -101,6 +101,8 @@ Config file keys (RocketMQ's names; durations in ms):
   listenHost, listenPort, kvConfigPath, orderMessageEnable,
   scanNotActiveBrokerInterval (10000), brokerChannelExpiredTime (120000),
   maxFrameLength, rocketmqHome, productEnvName, clusterTest.
+OrbitMQ's own: aclEnable (writes need an admin account of aclConfigPath,
+  a plain_acl.yml; default next to kvConfigPath).
 RocketMQ's Netty tuning keys (serverWorkerThreads, ...) are accepted and ignored;
 any other key is an error."""
 

@@ -42,6 +42,12 @@ class NamesrvConfig:
     rocketmq_home: str = ""
     product_env_name: str = "center"
     cluster_test: bool = False
+    #: Not RocketMQ keys (4.x NameServers check nothing): with ACL on, the writes (REGISTER_BROKER,
+    #: UNREGISTER_BROKER, PUT/DELETE_KV_CONFIG, UPDATE_NAMESRV_CONFIG, WIPE/ADD_WRITE_PERM_OF_BROKER,
+    #: DELETE_TOPIC_IN_NAMESRV) need a signed request of an admin account of aclConfigPath, a
+    #: plain_acl.yml as the broker reads it; reads stay open. Empty path: plain_acl.yml next to kvConfigPath.
+    acl_enable: bool = False
+    acl_config_path: str = ""
     #: RocketMQ keys that were given but have no effect here.
     ignored_keys: tuple[str, ...] = ()
 
@@ -53,6 +59,13 @@ class NamesrvConfig:
         for name in ("scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_KEY_OF_FIELD[name]} must be positive, got {getattr(self, name)}")
+
+    @property
+    def acl_file(self) -> str:
+        """Where plain_acl.yml is read: aclConfigPath, else next to the KV config."""
+        if self.acl_config_path:
+            return os.path.abspath(os.path.expanduser(self.acl_config_path))
+        return os.path.join(os.path.dirname(os.path.abspath(self.kv_config_path)), "plain_acl.yml")
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> NamesrvConfig:
@@ -126,6 +139,8 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "rocketmqHome": ("rocketmq_home", _parse_str),
     "productEnvName": ("product_env_name", _parse_str),
     "clusterTest": ("cluster_test", _parse_bool),
+    "aclEnable": ("acl_enable", _parse_bool),
+    "aclConfigPath": ("acl_config_path", _parse_str),
 }
 _KEY_OF_FIELD: dict[str, str] = {name: key for key, (name, _) in _KEYS.items()}
 
@@ -133,7 +148,11 @@ _KEY_OF_FIELD: dict[str, str] = {name: key for key, (name, _) in _KEYS.items()}
 KNOWN_KEYS = frozenset(_KEYS)
 
 #: Keys that bind sockets or open files at start-up.
-STARTUP_ONLY_KEYS = frozenset({"listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "rocketmqHome"})
+STARTUP_ONLY_KEYS = frozenset({
+    "listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "rocketmqHome",
+    # Turning ACL off over the wire would let a request lift its own check.
+    "aclEnable", "aclConfigPath",
+})
 
 #: RocketMQ 4.x namesrv keys that tune Netty thread pools, buffers and its
 #: config store; an asyncio server on one event loop has nothing to tune.

@@ -66,6 +66,21 @@ def _heartbeat_timeout(request: RemotingCommand) -> int | None:
     return value if value > 0 else None
 
 
+HandlerFn = Callable[[RemotingCommand, Peer], Awaitable[RemotingCommand | None]]
+#: Returns the refusal to answer with, or None to let the handler run.
+RequestGate = Callable[[RemotingCommand, Peer], RemotingCommand | None]
+
+
+def _gated(gate: RequestGate, handler: HandlerFn) -> HandlerFn:
+    async def checked(request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
+        refused = gate(request, peer)
+        if refused is not None:
+            return None if request.is_oneway else refused
+        return await handler(request, peer)
+
+    return checked
+
+
 def _masked_crc32(data: bytes) -> int:
     """CRC-32 with the sign bit cleared, as RocketMQ's UtilAll.crc32 (§5.12)."""
     return zlib.crc32(data) & 0x7FFFFFFF
@@ -93,9 +108,10 @@ class NamesrvHandlers:
         self._get_config = get_config
         self._set_config = set_config
 
-    def register_on(self, server: RemotingServer) -> None:
-        """Register every NameServer request code on `server`."""
-        table: dict[RequestCode, Callable[[RemotingCommand, Peer], Awaitable[RemotingCommand | None]]] = {
+    def register_on(self, server: RemotingServer, gate: RequestGate | None = None) -> None:
+        """Register every NameServer request code on `server`; `gate` (ACL) sees each request first
+        and answers the ones it refuses."""
+        table: dict[RequestCode, HandlerFn] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
             RequestCode.QUERY_DATA_VERSION: self.query_data_version,
@@ -118,7 +134,7 @@ class NamesrvHandlers:
             RequestCode.GET_NAMESRV_CONFIG: self.get_namesrv_config,
         }
         for code, handler in table.items():
-            server.register(code, handler)
+            server.register(code, handler if gate is None else _gated(gate, handler))
 
     # --- brokers ----------------------------------------------------------------
 

@@ -19,10 +19,15 @@ import logging
 from types import TracebackType
 from typing import Self
 
+from orbitmq.broker.acl.errors import AclError
+from orbitmq.broker.acl.resources import rule_for
+from orbitmq.broker.acl.validator import AclValidator
+from orbitmq.errors import ConfigError
 from orbitmq.namesrv.config import NamesrvConfig
-from orbitmq.namesrv.handlers import NamesrvHandlers
+from orbitmq.namesrv.handlers import NamesrvHandlers, RequestGate
 from orbitmq.namesrv.kvconfig import KVConfig, KVConfigFile
 from orbitmq.namesrv.routes import RouteTable
+from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import Peer, RemotingServer
 
 log = logging.getLogger("orbitmq.namesrv")
@@ -48,6 +53,8 @@ class NameServer:
         self._kv_lock = asyncio.Lock()
         self._server: RemotingServer | None = None
         self._scan_task: asyncio.Task[None] | None = None
+        self._acl: AclValidator | None = None
+        self._acl_task: asyncio.Task[None] | None = None
 
     @property
     def config(self) -> NamesrvConfig:
@@ -67,11 +74,13 @@ class NameServer:
         server = RemotingServer(
             self._config.listen_host, self._config.listen_port, max_frame_length=self._config.max_frame_length
         )
-        handlers.register_on(server)
+        handlers.register_on(server, self._acl_gate())
         server.on_disconnect(self._on_disconnect)
         host, port = await server.start()
         self._server = server
         self._scan_task = asyncio.create_task(self._scan_loop(), name="namesrv-scan-not-active-broker")
+        if self._acl is not None:
+            self._acl_task = asyncio.create_task(self._acl.watch(), name="namesrv-acl-reload")
         log.info("namesrv started on %s:%d, kv config %s", host, port, self._config.kv_config_path)
         return host, port
 
@@ -84,6 +93,11 @@ class NameServer:
 
     async def close(self) -> None:
         """Stop accepting and scanning, close connections, finish KV writes. Safe to call twice."""
+        if self._acl_task is not None:
+            self._acl_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._acl_task
+            self._acl_task = None
         if self._scan_task is not None:
             self._scan_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -106,6 +120,30 @@ class NameServer:
         await self.close()
 
     # --- internals ------------------------------------------------------------------
+
+    def _acl_gate(self) -> RequestGate | None:
+        """With aclEnable: writes need a signed request of an admin account (the rule table of
+        the plain ACL shared with the broker, broker/acl/resources.py); reads stay open."""
+        if not self._config.acl_enable:
+            return None
+        acl = AclValidator(self._config.acl_file)
+        try:
+            acl.load()
+        except AclError as exc:
+            raise ConfigError(f"aclEnable=true but {exc}") from None
+        self._acl = acl
+
+        def gate(request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
+            if not rule_for(request.code).admin:
+                return None
+            try:
+                acl.check(request, peer.host)
+            except AclError as exc:
+                log.warning("refused request code %d from %s: %s", request.code, peer.addr, exc)
+                return request.response(exc.code, str(exc))
+            return None
+
+        return gate
 
     async def _persist_kv(self) -> None:
         # Writes are serialized; each writes the table as it is when its turn comes,
