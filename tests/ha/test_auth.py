@@ -22,11 +22,12 @@ from orbitmq.broker.ha.protocol import (
     proof_ok,
 )
 from orbitmq.broker.server import Broker
+from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.errors import ConfigError, FrameError
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import send_v1
-from tests.ha.cluster import broker_conf, commit_log, start_broker, until
+from tests.ha.cluster import broker_conf, commit_log, start_broker, start_namesrv, topic_names, until
 from tests.support.procs import ServerProcess, eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -146,3 +147,43 @@ async def test_a_slave_with_the_groups_secret_replicates_and_one_without_is_refu
         return bool(data) and data == commit_log(tmp_path, "slave")
 
     await until(replicated)
+
+
+ACL_YML = """\
+accounts:
+  - accessKey: adminKey01
+    secretKey: adminSecret01
+    admin: true
+  - accessKey: brokerKey01
+    secretKey: brokerSecret01
+"""
+
+
+async def test_with_acl_on_a_slave_replicates_and_syncs_metadata_with_the_brokers_own_account(
+    tmp_path: Path, procs: list[ServerProcess]
+) -> None:
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(ACL_YML)
+    acl = {"aclEnable": "true", "aclConfigPath": str(acl_file), "brokerAccessKey": "brokerKey01",
+           "brokerSecretKey": "brokerSecret01"}
+    ns = start_namesrv(tmp_path)
+    procs.append(ns)
+    master = start_broker(broker_conf(tmp_path, "master", ns.addr, "ASYNC_MASTER", **acl))
+    procs.append(master)
+    async with make_remoting_client(AclCredentials("adminKey01", "adminSecret01")) as admin:
+        response = await send_v1(admin, master.addr, "HaAclTopic", b"only for the group")
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        slave = start_broker(broker_conf(tmp_path, "slave", ns.addr, "SLAVE", **acl))
+        procs.append(slave)
+
+        async def replicated() -> bool:
+            data = commit_log(tmp_path, "master")
+            return bool(data) and data == commit_log(tmp_path, "slave")
+
+        await until(replicated)  # HA authenticated with brokerSecretKey
+        await until(lambda: _has_topic(admin, slave.addr))  # metadata sync signed with the broker's account
+    assert not any("failed HA authentication" in line for line in list(master.output))
+
+
+async def _has_topic(client: RemotingClient, addr: str) -> bool:
+    return "HaAclTopic" in await topic_names(client, addr)
