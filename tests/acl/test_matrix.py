@@ -188,3 +188,20 @@ def test_stored_message_checks_follow_the_messages_topic(tmp_path: Path) -> None
 
     v.stored = HalfOfT()
     assert allowed(v, C.END_TRANSACTION, NORMAL)
+
+
+def test_an_accounts_white_remote_address_restricts_where_it_may_be_used_from(tmp_path: Path) -> None:
+    text = ACL_YML.replace("globalWhiteRemoteAddresses: [10.0.0.7, 127.0.0.1]\n", "").replace(
+        "    topicPerms: [T=PUB|SUB]\n", "    topicPerms: [T=PUB|SUB]\n    whiteRemoteAddress: 10.1.1.*\n")
+    assert "10.1.1.*" in text
+    v = validator(tmp_path, text)
+    assert allowed(v, C.PULL_MESSAGE, NORMAL, host="10.1.1.5")
+    with pytest.raises(AclError, match="whiteRemoteAddress") as refused:
+        v.check(sign_request(RemotingCommand.request(C.PULL_MESSAGE, dict(FIELDS)), NORMAL), "127.0.0.1")
+    assert refused.value.code == 16
+    # Signed with a wrong secret from the right address: still refused (4.x skipped the signature).
+    wrong = AclCredentials(NORMAL.access_key, "wrongSecret")
+    assert not allowed(v, C.PULL_MESSAGE, wrong, host="10.1.1.5")
+    legacy = validator(tmp_path, "whiteAddressSkipsSignature: true\n" + text)
+    assert allowed(legacy, C.PULL_MESSAGE, wrong, host="10.1.1.5")
+    assert not allowed(legacy, C.UPDATE_AND_CREATE_TOPIC, wrong, host="10.1.1.5")  # rights still apply
