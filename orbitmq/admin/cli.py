@@ -27,10 +27,13 @@ from orbitmq.errors import ConfigError
               "without it, accessKey/secretKey of $ROCKETMQ_HOME/conf/tools.yml).")
 @click.option("--secretKey", "secret_key", envvar="ORBITMQ_SECRET_KEY", metavar="SK",
               help="Secret key of --accessKey (env ORBITMQ_SECRET_KEY).")
-def admin_group(access_key: str | None, secret_key: str | None) -> None:
+@click.option("--signatureVersion", "signature_version", envvar="ORBITMQ_SIGNATURE_VERSION",
+              type=click.IntRange(1, 2), default=1, show_default=True,
+              help="1: RocketMQ 4.x signature; 2: OrbitMQ's version 2 (an account with signatureVersion: 2 needs it).")
+def admin_group(access_key: str | None, secret_key: str | None, signature_version: int) -> None:
     """Administer topics, groups, brokers and messages (RocketMQ's mqadmin)."""
     try:
-        credentials = AclCredentials.from_options(access_key, secret_key)
+        credentials = AclCredentials.from_options(access_key, secret_key, signature_version=signature_version)
     except ConfigError as exc:
         raise click.UsageError(f"--accessKey and --secretKey: {exc}") from None
     set_default_credentials(credentials or acl.tools_yml_credentials())

@@ -16,6 +16,7 @@ from orbitmq.common.signing import canonical_v2
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from tests.acl.conftest import AclCluster, start_acl_dev
+from tests.acl.test_acl_admin import mqadmin
 
 ACL_YML = textwrap.dedent("""\
     accounts:
@@ -147,5 +148,9 @@ async def test_a_producer_signing_with_version_2_sends_to_an_account_that_requir
                             secret_key=STRICT.secret_key, retry_times_when_send_failed=0) as legacy:
             with pytest.raises(Exception, match="SignatureVersion 2"):
                 await legacy.send(Message("StrictTopic", b"4.x signature"))
+        v1 = mqadmin(cluster, "clusterAclConfigVersion", "-b", cluster.broker, creds=STRICT)
+        assert v1.returncode == 1 and "SignatureVersion 2" in v1.stderr
+        v2 = mqadmin(cluster, "--signatureVersion", "2", "clusterAclConfigVersion", "-b", cluster.broker, creds=STRICT)
+        assert v2.returncode == 0, v2.stderr
     finally:
         cluster.process.stop()
