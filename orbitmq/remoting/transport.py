@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -26,6 +27,8 @@ from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.remoting.codec import DEFAULT_MAX_FRAME_LENGTH
 from orbitmq.remoting.command import RPC_ONEWAY, RemotingCommand
 from orbitmq.remoting.connection import Connection, Handler, Peer, Route
+from orbitmq.remoting.listener import HANDSHAKE_TIMEOUT_S, Listener, listen
+from orbitmq.remoting.tls import ServerTls
 
 __all__ = ["Handler", "Peer", "RemotingClient", "RemotingServer", "split_addr"]
 
@@ -58,7 +61,8 @@ class RemotingServer:
     becomes a SYSTEM_ERROR answer with the exception text as remark; a bad
     frame closes only its own connection; a connection idle for `idle_timeout`
     seconds (None: never) is closed, as RocketMQ does. Responses go out with
-    the request's opaque and serialization type.
+    the request's opaque and serialization type. With `tls` the port speaks
+    TLS, only or next to plain connections (`tls.server.mode`, listener.py).
     """
 
     def __init__(
@@ -70,8 +74,10 @@ class RemotingServer:
         max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT,
         backlog: int = 1024,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        tls: ServerTls | None = None,
     ) -> None:
         self.host = host
+        self.tls = tls
         self.port = port
         self.max_frame_length = max_frame_length
         self.max_inflight_per_connection = max_inflight_per_connection
@@ -81,7 +87,8 @@ class RemotingServer:
         self._routes: dict[int, Route] = {}
         self._default_route: Route | None = None
         self._disconnect_callbacks: list[DisconnectCallback] = []
-        self._server: asyncio.AbstractServer | None = None
+        self._server: Listener | None = None
+        self._closing = False
         self._connections: set[Connection] = set()
         self._callback_tasks: set[asyncio.Task[Any]] = set()
 
@@ -117,12 +124,11 @@ class RemotingServer:
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port), port 0 resolved."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._new_connection, self.host, self.port, backlog=self.backlog, reuse_address=True
-        )
+        self._server = await listen(self._new_connection, self.host, self.port, tls=self.tls, backlog=self.backlog)
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = str(sockname[0]), int(sockname[1])
-        log.info("remoting server listening on %s:%d", self.host, self.port)
+        mode = "plain" if self.tls is None else "TLS and plain" if self.tls.permissive else "TLS"
+        log.info("remoting server listening on %s:%d (%s)", self.host, self.port, mode)
         if self.idle_timeout:
             self._idle_task = loop.create_task(self._close_idle(self.idle_timeout))
         return self.host, self.port
@@ -138,15 +144,21 @@ class RemotingServer:
                     conn.close()
 
     def _new_connection(self) -> Connection:
-        conn = Connection(
+        conn = _AcceptedConnection(
             self._routes,
             default_route=lambda: self._default_route,
             max_frame_length=self.max_frame_length,
             max_inflight=self.max_inflight_per_connection,
             on_lost=self._connection_lost,
         )
-        self._connections.add(conn)
+        conn.on_made = self._connection_made
         return conn
+
+    def _connection_made(self, conn: Connection) -> None:
+        if self._closing:  # a TLS handshake that finished after close() began
+            conn.close()
+            return
+        self._connections.add(conn)
 
     def _connection_lost(self, conn: Connection) -> None:
         self._connections.discard(conn)
@@ -173,6 +185,7 @@ class RemotingServer:
         that finish in time are written before their connection closes. Handlers
         still running afterwards are cancelled with their connection.
         """
+        self._closing = True
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
@@ -206,13 +219,26 @@ class RemotingServer:
         await self.close()
 
 
+class _AcceptedConnection(Connection):
+    """A server's connection, counted from `connection_made` on: with TLS the protocol exists
+    from the accept, but a connection whose handshake fails is never made (nor lost)."""
+
+    on_made: Callable[[Connection], None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if self.on_made is not None:
+            self.on_made(self)
+
+
 class RemotingClient:
     """Sends requests to servers by address, one reused connection per address.
 
     A lost connection fails its pending requests at once with `ConnectError`
     and is re-established by the next request. Requests the server sends to
     the client (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...) go
-    to handlers registered here and are answered unless oneway.
+    to handlers registered here and are answered unless oneway. With
+    `ssl_context` every connection speaks TLS (`TlsSettings.client_context()`).
     """
 
     def __init__(
@@ -221,8 +247,10 @@ class RemotingClient:
         *,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         max_inflight_per_connection: int = DEFAULT_MAX_INFLIGHT,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.connect_timeout = connect_timeout
+        self.ssl_context = ssl_context
         self.max_frame_length = max_frame_length
         self.max_inflight_per_connection = max_inflight_per_connection
         self._routes: dict[int, Route] = {}
@@ -328,11 +356,18 @@ class RemotingClient:
         host, port = split_addr(addr)
         loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(self._new_connection, host, port), self.connect_timeout
-            )
+            if self.ssl_context is None:
+                connecting = loop.create_connection(self._new_connection, host, port)
+            else:
+                connecting = loop.create_connection(
+                    self._new_connection, host, port, ssl=self.ssl_context, server_hostname=host,
+                    ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
+                )
+            _, conn = await asyncio.wait_for(connecting, self.connect_timeout)
         except TimeoutError:
             raise ConnectError(f"connect to {addr} timed out after {self.connect_timeout}s") from None
+        except ssl.SSLError as exc:
+            raise ConnectError(f"TLS handshake with {addr} failed: {exc.reason or exc}") from None
         except OSError as exc:
             raise ConnectError(f"connect to {addr} failed: {exc}") from None
         if self._closed:
