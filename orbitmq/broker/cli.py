@@ -173,6 +173,7 @@ async def serve_dev(host: str, namesrv_port: int, broker_config: BrokerConfig, s
         listen_host=host,
         listen_port=namesrv_port,
         kv_config_path=os.path.join(store_dir, "namesrv", "kvConfig.json"),
+        tls=broker_config.tls,  # the tls.* keys of the config file serve both ports
     )
     async with _stop_signals() as stop:
         ns = NameServer(ns_config)
@@ -180,6 +181,8 @@ async def serve_dev(host: str, namesrv_port: int, broker_config: BrokerConfig, s
             ns_host, ns_port = await ns.start()
         except OSError as exc:
             raise click.ClickException(f"cannot start namesrv on {host}:{namesrv_port}: {exc.strerror or exc}") from None
+        except ConfigError as exc:
+            raise ConfigProblem(str(exc)) from None
         try:
             _announce(f"namesrv listening on {ns_host}:{ns_port}")
             _announce(f"store {os.path.abspath(store_dir)}")

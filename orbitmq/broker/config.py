@@ -6,6 +6,8 @@ works unchanged. Keys that belong to the message store (storePathRootDir,
 flushDiskType, mappedFileSizeCommitLog, maxMessageSize, fileReservedTime, ...)
 are handed to `StoreConfig.from_properties`; a key neither side knows raises
 `ConfigError` naming it (RocketMQ drops such keys silently; we do not).
+RocketMQ's `tls.*` keys (JVM system properties there) may be written in
+broker.conf too; they become `tls`, a `TlsSettings` (remoting/tls.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from orbitmq.broker.schedule import parse_delay_levels
 from orbitmq.errors import ConfigError
+from orbitmq.remoting.tls import TlsSettings, split_tls_properties
 from orbitmq.store.config import BrokerRole, StoreConfig
 
 #: RocketMQ's delay level table (messageDelayLevel), levels 1..18.
@@ -128,6 +131,9 @@ class BrokerConfig:
     #: Seconds a clean shutdown waits for in-flight requests.
     shutdown_drain_seconds: float = 5.0
     store: StoreConfig = field(default_factory=StoreConfig)
+    #: tls.server.mode for the client, VIP and HA ports; tls.enable for the broker's own
+    #: connections (NameServers, its master's remoting and HA ports).
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     # --- derived values ----------------------------------------------------
 
@@ -185,17 +191,23 @@ class BrokerConfig:
 
         Raises ConfigError naming the first key that is unknown or malformed.
         """
+        tls_props, props = split_tls_properties(props)
         broker_values, store_props = split_properties(props)
         try:
             store = StoreConfig.from_properties(store_props)
+            tls = TlsSettings.from_properties(tls_props)
         except ConfigError as exc:
             raise ConfigError(f"broker.conf: {exc}") from exc
-        config = cls(store=store, **broker_values)
+        config = cls(store=store, tls=tls, **broker_values)
         config.validate()
         return config
 
     def with_properties(self, props: Mapping[str, str]) -> BrokerConfig:
         """A copy with broker keys replaced (UPDATE_BROKER_CONFIG). Store keys need a restart."""
+        tls_props, props = split_tls_properties(props)
+        if tls_props:
+            # Turning TLS off over the wire would undo it for every later connection.
+            raise ConfigError(f"{next(iter(tls_props))} needs a broker restart to change")
         broker_values, store_props = split_properties(props)
         if store_props:
             key = next(iter(store_props))
@@ -243,7 +255,7 @@ class BrokerConfig:
         """Broker settings under RocketMQ names, plus the store's (GET_BROKER_CONFIG)."""
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
-            if f.name == "store":
+            if f.name in ("store", "tls"):
                 continue
             value = getattr(self, f.name)
             if f.name == "namesrv_addrs":
@@ -256,6 +268,7 @@ class BrokerConfig:
                 text = "******"  # never handed out over the wire
             out[_FIELD_TO_KEY[f.name]] = text
         out["brokerIP1"] = self.advertised_ip
+        out.update(self.tls.to_properties())
         store_props = getattr(self.store, "to_properties", None)
         if callable(store_props):
             out.update({str(k): str(v) for k, v in store_props().items()})
@@ -289,7 +302,7 @@ def _camel(name: str) -> str:
 
 
 _FIELDS: dict[str, dataclasses.Field[Any]] = {
-    f.name: f for f in dataclasses.fields(BrokerConfig) if f.name != "store"
+    f.name: f for f in dataclasses.fields(BrokerConfig) if f.name not in ("store", "tls")
 }
 _KEY_TO_FIELD: dict[str, str] = {_camel(name): name for name in _FIELDS}
 _KEY_TO_FIELD.update(_SPECIAL_KEYS)

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import ssl
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -66,6 +67,7 @@ from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
+from orbitmq.remoting.tls import ServerTls
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
 from orbitmq.store.api import MessageStore
 from orbitmq.store.config import BrokerRole, StoreConfig
@@ -198,6 +200,7 @@ class Broker:
         self.acl: AclValidator | None = None
         self._registry: _TrackingRegistry | None = None
         self._client: RemotingClient | None = None
+        self._client_ssl: ssl.SSLContext | None = None
         self.registrar: Registrar | None = None
         self._notifier = GroupNotifier(self.consumers, self.groups)
         self._client_handlers: ClientHandlers | None = None
@@ -273,7 +276,10 @@ class Broker:
             self.metadata.mark(TOPICS)
         store.add_dispatch_listener(self.waiters.notify)
         self._create_delay_services(store)
-        self.replication = self._create_replication(store)
+        # Built once for every port and connection (tls.*); raises ConfigError on unreadable files.
+        server_tls = config.tls.server_tls()
+        self._client_ssl = config.tls.client_context()
+        self.replication = self._create_replication(store, server_tls)
 
         if config.acl_enable:
             self.acl = AclValidator(config.acl_file, clock_ms=self.clock_ms)
@@ -282,11 +288,11 @@ class Broker:
                 self.acl.load()
             except AclError as exc:
                 raise ConfigError(f"aclEnable=true but {exc}") from None
-        server = RemotingServer(config.listen_host, config.listen_port)
+        server = RemotingServer(config.listen_host, config.listen_port, tls=server_tls)
         self.server = server
         fast_port = config.fast_port
         if fast_port is not None:
-            self.fast_server = RemotingServer(config.listen_host, fast_port)
+            self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls)
         registry = _TrackingRegistry(server, self.fast_server, self.acl)
         self._registry = registry
         self._wire_handlers(registry, store)
@@ -303,7 +309,7 @@ class Broker:
             await self.schedule.start()
             await self.timers.start()
 
-        self._client = make_remoting_client(self._own_credentials())
+        self._client = make_remoting_client(self._own_credentials(), ssl_context=self._client_ssl)
         replication = self.replication
         assert replication is not None
         await replication.start(config.listen_host, self.live.value.advertised_ip)
@@ -397,7 +403,7 @@ class Broker:
         store.add_dispatch_listener(self.schedule.notify)
         store.add_dispatch_listener(self.timers.notify)
 
-    def _create_replication(self, store: MessageStore) -> Replication:
+    def _create_replication(self, store: MessageStore, server_tls: ServerTls | None) -> Replication:
         config = self.live.value
         metadata = None
         if config.store.broker_role is BrokerRole.SLAVE:
@@ -405,8 +411,9 @@ class Broker:
                 topics=self.topics, groups=self.groups, offsets=self.offsets, config_dir=config.store.config_dir,
                 topics_changed=self._topics_changed, groups_changed=self._groups_changed,
                 offsets_changed=self._offsets_changed, credentials=self._own_credentials(),
+                ssl_context=self._client_ssl,
             )
-        return Replication(config, store, metadata=metadata)
+        return Replication(config, store, metadata=metadata, server_tls=server_tls, client_ssl=self._client_ssl)
 
     def _delay_routing(self) -> DelayRouting:
         assert self.schedule is not None and self.timers is not None

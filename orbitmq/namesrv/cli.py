@@ -103,6 +103,9 @@ Config file keys (RocketMQ's names; durations in ms):
   maxFrameLength, rocketmqHome, productEnvName, clusterTest.
 OrbitMQ's own: aclEnable (writes need an admin account of aclConfigPath,
   a plain_acl.yml; default next to kvConfigPath).
+RocketMQ's TLS keys: tls.server.mode (disabled|permissive|enforcing),
+  tls.server.certPath, tls.server.keyPath, tls.server.need.client.auth,
+  tls.server.trustCertPath, tls.config.file, ... (docs/tls.md).
 RocketMQ's Netty tuning keys (serverWorkerThreads, ...) are accepted and ignored;
 any other key is an error."""
 

@@ -4,17 +4,19 @@ Keys come in RocketMQ's spelling (`listenPort`, `kvConfigPath`,
 `orderMessageEnable`, ...) so an existing namesrv.properties works. A key we do
 not know raises ConfigError naming it; RocketMQ's Netty tuning keys, which
 have no counterpart in an asyncio server, are accepted and reported in
-`ignored_keys` so the command line can warn about them.
+`ignored_keys` so the command line can warn about them. RocketMQ's `tls.*`
+keys (JVM system properties there) are accepted too and become `tls`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 from orbitmq.common.javaprops import format_properties as format_java_properties
 from orbitmq.errors import ConfigError
+from orbitmq.remoting.tls import TlsSettings, split_tls_properties
 
 
 def _default_kv_config_path() -> str:
@@ -50,6 +52,8 @@ class NamesrvConfig:
     acl_config_path: str = ""
     #: RocketMQ keys that were given but have no effect here.
     ignored_keys: tuple[str, ...] = ()
+    #: tls.server.mode and the rest of RocketMQ's tls.* settings for the listening port.
+    tls: TlsSettings = field(default_factory=TlsSettings)
 
     def __post_init__(self) -> None:
         if not self.kv_config_path:
@@ -80,6 +84,11 @@ class NamesrvConfig:
         refuses its config black list.
         """
         changes: dict[str, object] = {}
+        tls_props, props = split_tls_properties({k.strip(): v for k, v in props.items()})
+        if tls_props:
+            if at_runtime:
+                raise ConfigError(f"namesrv config key {next(iter(tls_props))} cannot be changed while running")
+            changes["tls"] = TlsSettings.from_properties(tls_props)
         ignored = list(self.ignored_keys)
         for key, raw in props.items():
             key = key.strip()
@@ -108,6 +117,7 @@ class NamesrvConfig:
                 continue
             value = getattr(self, f.name)
             out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        out.update(self.tls.to_properties())
         return out
 
 

@@ -72,7 +72,8 @@ class NameServer:
         self.kv = await asyncio.to_thread(self._kv_file.load)
         handlers = NamesrvHandlers(self.routes, self.kv, self._persist_kv, lambda: self._config, self._set_config)
         server = RemotingServer(
-            self._config.listen_host, self._config.listen_port, max_frame_length=self._config.max_frame_length
+            self._config.listen_host, self._config.listen_port, max_frame_length=self._config.max_frame_length,
+            tls=self._config.tls.server_tls(),
         )
         handlers.register_on(server, self._acl_gate())
         server.on_disconnect(self._on_disconnect)

@@ -60,13 +60,14 @@ def _make(common_name: str, *, issuer: CertPair | None, ca: bool, hosts: tuple[s
 
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    signing_key: Any
     if issuer is None:
         issuer_name, signing_key = subject, key
     else:
         issuer_cert = x509.load_pem_x509_certificate(issuer.cert_pem)
         issuer_name = issuer_cert.subject
         signing_key = serialization.load_pem_private_key(issuer.key_pem, password=None)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()
         .subject_name(subject)

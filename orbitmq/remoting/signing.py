@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,8 +105,10 @@ def sign_request(cmd: RemotingCommand, creds: AclCredentials) -> RemotingCommand
 class SigningRemotingClient(RemotingClient):
     """A `RemotingClient` that signs every request it sends with `creds`."""
 
-    def __init__(self, creds: AclCredentials, *, connect_timeout: float = 3.0) -> None:
-        super().__init__(connect_timeout=connect_timeout)
+    def __init__(
+        self, creds: AclCredentials, *, connect_timeout: float = 3.0, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        super().__init__(connect_timeout=connect_timeout, ssl_context=ssl_context)
         self.creds = creds
 
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
@@ -124,8 +127,10 @@ class SigningRemotingClient(RemotingClient):
         await super().invoke_oneway(addr, sign_request(cmd, self.creds))
 
 
-def make_remoting_client(creds: AclCredentials | None, *, connect_timeout: float = 3.0) -> RemotingClient:
-    """A signing client when `creds` is given, else a plain one."""
+def make_remoting_client(
+    creds: AclCredentials | None, *, connect_timeout: float = 3.0, ssl_context: ssl.SSLContext | None = None
+) -> RemotingClient:
+    """A signing client when `creds` is given, else a plain one; TLS connections with `ssl_context`."""
     if creds is None:
-        return RemotingClient(connect_timeout=connect_timeout)
-    return SigningRemotingClient(creds, connect_timeout=connect_timeout)
+        return RemotingClient(connect_timeout=connect_timeout, ssl_context=ssl_context)
+    return SigningRemotingClient(creds, connect_timeout=connect_timeout, ssl_context=ssl_context)

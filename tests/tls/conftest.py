@@ -1,7 +1,8 @@
 """A CA made by the tests, with a server certificate, a client certificate and a stranger's.
 
 The files live in a temporary folder for the whole session; `Pki` names them.
-A `stranger` certificate is signed by a second CA nobody trusts.
+A `stranger` certificate is signed by a second CA nobody trusts. The
+certificates are made with the `cryptography` package (the `test` extra).
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("cryptography", reason="the TLS tests make their certificates with 'cryptography'")
-
-from orbitmq.remoting.certs import CertPair, issue, make_ca  # noqa: E402
-from orbitmq.remoting.loop import loop_factory, uvloop_available  # noqa: E402
+from orbitmq.remoting.certs import CertPair, issue, make_ca
+from orbitmq.remoting.loop import loop_factory, uvloop_available
 
 
 @dataclass(frozen=True)

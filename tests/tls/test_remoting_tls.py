@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
 
 from orbitmq.errors import ConnectError
-from orbitmq.remoting.codec import FrameDecoder, encode
+from orbitmq.remoting.codec import encode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.tls import TlsSettings
 from orbitmq.remoting.transport import Peer, RemotingClient, RemotingServer

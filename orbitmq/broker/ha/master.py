@@ -7,7 +7,8 @@ pusher sends the CommitLog from the start position in frames of at most
 haTransferBatchSize bytes, straight from the mapped files, and a heartbeat
 frame when nothing was sent for haSendHeartbeatInterval. A connection that
 is silent for haHousekeepingInterval, or breaks the protocol, is closed; the
-slave reconnects and resumes from its own max offset.
+slave reconnects and resumes from its own max offset. The port speaks TLS
+as tls.server.mode says (remoting/listener.py), like the broker's other ports.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from orbitmq.broker.ha.protocol import (
     start_offset,
 )
 from orbitmq.errors import FrameError
+from orbitmq.remoting.listener import Listener, listen
+from orbitmq.remoting.tls import ServerTls
 from orbitmq.store.api import MessageStore, PutMessageStatus
 
 log = logging.getLogger("orbitmq.broker.ha")
@@ -52,6 +55,7 @@ class MasterSettings:
     commit_log_file_size: int = 1 << 30
     #: Non-empty: a slave must answer the HA challenge with this secret (protocol.py).
     auth_secret: str = field(default="", repr=False)
+    tls: ServerTls | None = field(default=None, compare=False)
 
 
 class HAMaster:
@@ -65,7 +69,7 @@ class HAMaster:
         self.store = store
         self.settings = settings
         self.acks = AckWaiters()
-        self._server: asyncio.Server | None = None
+        self._server: Listener | None = None
         self._wakers: set[asyncio.Event] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         #: Open slave connections (RocketMQ's connectionCount).
@@ -75,9 +79,12 @@ class HAMaster:
     async def start(self) -> tuple[str, int]:
         """Listen on the HA port; returns the bound (host, port), port 0 resolved."""
         self.store.add_dispatch_listener(self.notify)
-        self._server = await asyncio.start_server(
-            self._serve, self.settings.host, self.settings.port, limit=READ_CHUNK
-        )
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.StreamReaderProtocol:  # what asyncio.start_server builds per connection
+            return asyncio.StreamReaderProtocol(asyncio.StreamReader(READ_CHUNK, loop), self._serve, loop=loop)
+
+        self._server = await listen(protocol, self.settings.host, self.settings.port, tls=self.settings.tls)
         sock = self._server.sockets[0].getsockname()
         self.address = (str(sock[0]), int(sock[1]))
         return self.address

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -67,10 +68,11 @@ class MetadataSync:
         offsets_changed: Callable[[], None],
         interval_ms: int = SYNC_INTERVAL_MS,
         credentials: AclCredentials | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         #: Its own connection to the master, so a slow master never delays registration;
         #: signed with the broker's own account when it has one (a master with ACL on).
-        self.client: RemotingClient = make_remoting_client(credentials)
+        self.client: RemotingClient = make_remoting_client(credentials, ssl_context=ssl_context)
         self.topics = topics
         self.groups = groups
         self.offsets = offsets

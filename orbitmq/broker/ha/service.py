@@ -5,16 +5,21 @@
 * SLAVE runs the HA client (`HASlave`) and the metadata sync
   (`MetadataSync`). It learns the master from haMasterAddress, or from the
   NameServer's answer to its registration (masterAddr, haServerAddr).
+
+The HA port follows tls.server.mode like the broker's other ports, and a slave
+connects with TLS when tls.enable is set (the broker hands both in).
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.ha.master import HAMaster, MasterSettings
 from orbitmq.broker.ha.metasync import MetadataSync
 from orbitmq.broker.ha.slave import HASlave, SlaveSettings
+from orbitmq.remoting.tls import ServerTls
 from orbitmq.store.api import MessageStore, PutMessageStatus
 from orbitmq.store.config import BrokerRole
 
@@ -37,6 +42,8 @@ class Replication:
         store: MessageStore,
         *,
         metadata: MetadataSync | None = None,
+        server_tls: ServerTls | None = None,
+        client_ssl: ssl.SSLContext | None = None,
     ) -> None:
         self.role = config.store.broker_role
         self.store = store
@@ -44,6 +51,8 @@ class Replication:
         self.slave: HASlave | None = None
         self.metadata = metadata
         self._config = config
+        self._server_tls = server_tls
+        self._client_ssl = client_ssl
         self._ha_addr = ""
         #: SYNC_MASTER's slave timeout (slaveTimeout, 3000 ms in RocketMQ 4.9.3+).
         self.slave_timeout_s = 3.0
@@ -63,6 +72,7 @@ class Replication:
                     heartbeat_interval_ms=store_config.ha_send_heartbeat_interval,
                     housekeeping_interval_ms=store_config.ha_housekeeping_interval,
                     auth_secret=config.ha_auth_secret,
+                    ssl_context=self._client_ssl,
                 ),
                 store_config.ha_master_address,
             )
@@ -81,6 +91,7 @@ class Replication:
                 slave_fallbehind_max=store_config.ha_slave_fallbehind_max,
                 commit_log_file_size=store_config.mapped_file_size_commit_log,
                 auth_secret=config.ha_auth_secret,
+                tls=self._server_tls,
             ),
         )
         _, port = await self.master.start()

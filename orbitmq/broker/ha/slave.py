@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from dataclasses import dataclass, field
 
 from orbitmq.broker.ha.protocol import (
@@ -26,6 +27,7 @@ from orbitmq.broker.ha.protocol import (
     encode_report,
 )
 from orbitmq.errors import FrameError
+from orbitmq.remoting.listener import HANDSHAKE_TIMEOUT_S
 from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker.ha")
@@ -43,6 +45,8 @@ class SlaveSettings:
     connect_timeout_s: float = 3.0
     #: Non-empty: answer the master's HA challenge with this secret (protocol.py).
     auth_secret: str = field(default="", repr=False)
+    #: TLS to the master's HA port (the broker's tls.enable), None for plain TCP.
+    ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
 
 
 def _split_addr(addr: str) -> tuple[str, int]:
@@ -100,9 +104,15 @@ class HASlave:
 
     async def _replicate(self, addr: str) -> None:
         host, port = _split_addr(addr)
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port, limit=READ_CHUNK), self.settings.connect_timeout_s
-        )
+        context = self.settings.ssl_context
+        if context is None:
+            connecting = asyncio.open_connection(host, port, limit=READ_CHUNK)
+        else:
+            connecting = asyncio.open_connection(
+                host, port, limit=READ_CHUNK, ssl=context, server_hostname=host,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S,
+            )
+        reader, writer = await asyncio.wait_for(connecting, self.settings.connect_timeout_s)
         self.connected = True
         heartbeat: asyncio.Task[None] | None = None
         try:
