@@ -43,6 +43,7 @@ from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, ConnectError, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.tls import TlsSettings
 
 #: Group names the tools use when the user names none (RocketMQ's tools use
 #: TOOLS_CONSUMER for pulls; sends need some producer group).
@@ -69,12 +70,19 @@ _SEND_STATUS = {
 
 
 _default_credentials: AclCredentials | None = None
+_default_tls: TlsSettings | None = None
 
 
 def set_default_credentials(credentials: AclCredentials | None) -> None:
     """ACL credentials for AdminClients created without any (the CLI's --accessKey/--secretKey)."""
     global _default_credentials
     _default_credentials = credentials
+
+
+def set_default_tls(tls: TlsSettings | None) -> None:
+    """TLS settings for AdminClients created without any (the CLI's --tls options)."""
+    global _default_tls
+    _default_tls = tls
 
 
 class AdminClient:
@@ -84,10 +92,13 @@ class AdminClient:
     client owns its connections and closes them on exit. `timeout` (seconds)
     bounds each request. With `credentials` (or defaults set by
     `set_default_credentials`) every request is signed for a plain-ACL broker.
+    With `tls` (or defaults set by `set_default_tls`) whose tls.enable is on,
+    every connection speaks TLS.
     """
 
     def __init__(
-        self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0, credentials: AclCredentials | None = None
+        self, namesrv_addrs: Sequence[str], *, timeout: float = 5.0, credentials: AclCredentials | None = None,
+        tls: TlsSettings | None = None,
     ) -> None:
         addrs = [a.strip() for a in namesrv_addrs if a.strip()]
         if not addrs:
@@ -95,7 +106,11 @@ class AdminClient:
         self.namesrv_addrs: tuple[str, ...] = tuple(addrs)
         self.timeout = timeout
         creds = credentials or _default_credentials
-        self._remoting = make_remoting_client(creds, connect_timeout=min(timeout, 3.0))
+        settings = tls or _default_tls
+        self._remoting = make_remoting_client(
+            creds, connect_timeout=min(timeout, 3.0),
+            ssl_context=settings.client_context() if settings is not None else None,
+        )
 
     async def __aenter__(self) -> Self:
         return self

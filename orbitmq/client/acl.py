@@ -9,6 +9,8 @@ instance's `SigningRemotingClient` (remoting/signing.py) signs every request:
 
 from __future__ import annotations
 
+from typing import Any
+
 from orbitmq.client.config import ClientConfig
 from orbitmq.remoting.signing import (
     ACCESS_KEY,
@@ -28,11 +30,13 @@ __all__ = [
 ]
 
 
-def acl_options(config: ClientConfig) -> dict[str, object]:
-    """The ACL keyword options of `config` (for a helper producer that must sign like its owner)."""
-    options = {"access_key": config.access_key, "secret_key": config.secret_key,
-               "security_token": config.security_token}
-    out: dict[str, object] = {k: v for k, v in options.items() if v}
+def acl_options(config: ClientConfig) -> dict[str, Any]:
+    """The ACL and TLS keyword options of `config` (for a helper producer that must sign and
+    connect like its owner)."""
+    options: dict[str, Any] = {"access_key": config.access_key, "secret_key": config.secret_key,
+                               "security_token": config.security_token, "use_tls": config.use_tls,
+                               "tls": config.tls}
+    out: dict[str, Any] = {k: v for k, v in options.items() if v}
     if config.signature_version != 1:
         out["signature_version"] = config.signature_version
     return out

@@ -4,18 +4,26 @@ Field names are Python's; defaults are RocketMQ 4.9's (so a Python client
 behaves like a Java one of the same group) and each says where it comes from.
 `from_kwargs` builds a config from keyword arguments and turns a mistyped
 name into a `ConfigError` rather than a silent default.
+
+TLS: `use_tls=True` (Java's useTLS) connects with TLS and verifies brokers and
+NameServers against the system's CAs; `tls=` gives RocketMQ's client-side
+`tls.*` keys as a mapping (`{"tls.client.trustCertPath": "ca.pem"}`, which
+implies TLS on unless `tls.enable` says otherwise) or a `TlsSettings`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import ssl
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from orbitmq.client.allocate import Averagely, QueueAllocator
 from orbitmq.errors import ConfigError
+from orbitmq.remoting.tls import CLIENT_TLS_KEYS, TlsSettings
 
 
 class MessageModel(str, enum.Enum):
@@ -55,6 +63,34 @@ class ClientConfig:
     #: 2: sign with OrbitMQ's version 2 (field names, lengths, body digest, timestamp, nonce);
     #: 1: RocketMQ 4.x's signature, which 4.x brokers understand.
     signature_version: int = 1
+    #: Java's useTLS (RocketMQ's tls.enable): every connection speaks TLS.
+    use_tls: bool = False
+    #: RocketMQ's client-side tls.* settings (trust file, client certificate, test mode).
+    tls: TlsSettings | None = None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The context for this client's connections, None without TLS."""
+        return client_tls(self.use_tls, self.tls).client_context()
+
+
+def client_tls(use_tls: bool, tls: TlsSettings | None) -> TlsSettings:
+    """`tls` (or defaults) with TLS turned on when `use_tls` asks for it."""
+    settings = tls or TlsSettings()
+    return dataclasses.replace(settings, enable=True) if use_tls and not settings.enable else settings
+
+
+def tls_settings(value: TlsSettings | Mapping[str, str] | None) -> TlsSettings | None:
+    """The `tls=` option: a TlsSettings as is; a mapping of client-side tls.* keys, TLS on
+    unless it says tls.enable=false (ConfigError for other keys)."""
+    if value is None or isinstance(value, TlsSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"tls must be a TlsSettings or a mapping of tls.* keys, not {type(value).__name__}")
+    props = {str(k): str(v) for k, v in value.items()}
+    unknown = sorted(k for k in props if k not in CLIENT_TLS_KEYS)
+    if unknown:
+        raise ConfigError(f"not a client TLS key: {', '.join(unknown)} (known: {', '.join(sorted(CLIENT_TLS_KEYS))})")
+    return TlsSettings.from_properties({"tls.enable": "true", **props})
 
 
 @dataclass(frozen=True)
@@ -131,6 +167,8 @@ def from_kwargs(cls: type[C], **kwargs: Any) -> C:
             value = _enum(MessageModel, value)
         elif name == "consume_from_where":
             value = _enum(ConsumeFromWhere, value)
+        elif name == "tls":
+            value = tls_settings(value)
         converted[name] = value
     return cls(**converted)
 

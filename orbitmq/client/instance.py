@@ -109,7 +109,9 @@ class ClientInstance:
         self.acl_credentials = AclCredentials.from_options(
             config.access_key, config.secret_key, config.security_token, config.signature_version
         )
-        self.remoting: RemotingClient = make_remoting_client(self.acl_credentials, connect_timeout=3.0)
+        self.remoting: RemotingClient = make_remoting_client(
+            self.acl_credentials, connect_timeout=3.0, ssl_context=config.ssl_context()
+        )
         self.api = MQClientAPI(self.remoting, timeout)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}

@@ -72,8 +72,8 @@ _ORDERLY_RESULTS = {
 }
 
 
-#: Options never reported: ACL secrets stay in the process.
-_SECRET_OPTIONS = frozenset({"access_key", "secret_key", "security_token"})
+#: Options never reported: ACL secrets stay in the process (and the TLS settings, key password and all).
+_SECRET_OPTIONS = frozenset({"access_key", "secret_key", "security_token", "tls"})
 
 
 @runtime_checkable

@@ -107,7 +107,10 @@ class Cluster:
         # With credentials the client's signing RemotingClient signs every request (plain ACL).
         creds = AclCredentials(options.access_key, options.secret_key) \
             if options.access_key and options.secret_key else None
-        self._client: RemotingClient = make_remoting_client(creds, connect_timeout=min(3.0, options.request_timeout_s))
+        self._client: RemotingClient = make_remoting_client(
+            creds, connect_timeout=min(3.0, options.request_timeout_s),
+            ssl_context=options.tls.client_context() if options.tls is not None else None,
+        )
         self._routes: dict[str, TopicRoute] = {}
         self._closed = False
 

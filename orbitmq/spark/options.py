@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orbitmq.client.config import tls_settings
 from orbitmq.errors import ConfigError
+from orbitmq.remoting.tls import CLIENT_TLS_KEYS, TlsSettings
 from orbitmq.spark import offsets as offsets_mod
 from orbitmq.spark.offsets import EARLIEST, LATEST, Offsets
 
@@ -23,7 +25,9 @@ from orbitmq.spark.offsets import EARLIEST, LATEST, Offsets
 _TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
 _GROUP = re.compile(r"^[%|a-zA-Z0-9_-]{1,255}$")
 
-CONNECTION_KEYS = ("namesrvAddr", "accessKey", "secretKey", "requestTimeoutMs")
+#: RocketMQ's client-side tls.* keys are connection options too; any of them turns TLS on
+#: (unless tls.enable=false). Files they name must exist on the driver and on every executor.
+CONNECTION_KEYS = ("namesrvAddr", "accessKey", "secretKey", "requestTimeoutMs", *sorted(CLIENT_TLS_KEYS))
 SOURCE_KEYS = (
     "topic", "subExpression", "expressionType", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "includeProperties", "maxOffsetsPerTrigger",
@@ -60,6 +64,7 @@ class ConnectionOptions:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     request_timeout_s: float = 10.0  # generous: a worker may reach a busy broker
+    tls: TlsSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +153,11 @@ def _connection(opts: _Opts) -> ConnectionOptions:
         raise ConfigError("options accessKey and secretKey must be given together")
     timeout_ms = opts.int("requestTimeoutMs", 10_000, minimum=1)
     assert timeout_ms is not None
-    return ConnectionOptions(addr, access, secret, timeout_ms / 1000.0)
+    tls_props = {key: value for key in sorted(CLIENT_TLS_KEYS) if (value := opts.get(key)) is not None}
+    tls = tls_settings(tls_props) if tls_props else None
+    if tls is not None:
+        tls.client_context()  # unreadable files fail the query up front, naming the key
+    return ConnectionOptions(addr, access, secret, timeout_ms / 1000.0, tls)
 
 
 def _topic(name: str, what: str) -> str:

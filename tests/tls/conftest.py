@@ -49,12 +49,15 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     return Pki(ca_cert, server_cert, server_key, client_cert, client_key, stranger_cert, stranger_key)
 
 
+BOTH_LOOPS = {"test_remoting_tls.py"}
+
+
 def pytest_asyncio_loop_factories(
     config: pytest.Config, item: pytest.Item
 ) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
     """The in-process TLS tests run on asyncio's loop and on uvloop (the servers' loop when installed):
-    their TLS transports are separate implementations."""
+    their TLS transports are separate implementations. Server processes run on uvloop anyway."""
     factories: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {"asyncio": asyncio.new_event_loop}
-    if uvloop_available():
+    if item.path.name in BOTH_LOOPS and uvloop_available():
         factories["uvloop"] = loop_factory(use_uvloop=True)
     return factories
