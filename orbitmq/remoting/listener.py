@@ -137,8 +137,7 @@ class SniffingServer:
     async def _sniff(self, conn: socket.socket) -> None:
         try:
             async with asyncio.timeout(self._timeout):
-                await self._readable(conn)
-            first = conn.recv(1, socket.MSG_PEEK)
+                first = await self._peek(conn)
             if not first:
                 conn.close()
                 return
@@ -153,16 +152,22 @@ class SniffingServer:
             log.debug("connection dropped before it was served: %s", exc)
             conn.close()
 
-    async def _readable(self, conn: socket.socket) -> None:
+    async def _peek(self, conn: socket.socket) -> bytes:
+        """The connection's first byte, left in the socket for the transport to read (b"": closed)."""
         fd = conn.fileno()
-        ready: asyncio.Future[None] = self._loop.create_future()
+        while True:
+            ready: asyncio.Future[None] = self._loop.create_future()
 
-        def on_readable() -> None:
-            if not ready.done():
-                ready.set_result(None)
+            def on_readable(ready: asyncio.Future[None] = ready) -> None:
+                if not ready.done():
+                    ready.set_result(None)
 
-        self._loop.add_reader(fd, on_readable)
-        try:
-            await ready
-        finally:
-            self._loop.remove_reader(fd)
+            self._loop.add_reader(fd, on_readable)
+            try:
+                await ready
+            finally:
+                self._loop.remove_reader(fd)
+            try:
+                return conn.recv(1, socket.MSG_PEEK)
+            except BlockingIOError:  # woken without data after all: wait again
+                continue

@@ -235,3 +235,26 @@ async def test_permissive_ports_serve_plain_and_tls_clients(tmp_path: Path, pki:
                 bodies.append(body)
     assert not await refused(master.addr, None)
     assert not await refused(master.addr, context(pki))
+
+
+async def test_dev_serves_both_ports_with_the_tls_keys_of_its_config_file(
+    tmp_path: Path, pki: Pki, procs: list[ServerProcess]
+) -> None:
+    conf = tmp_path / "dev.conf"
+    conf.write_text(f"tls.server.mode=enforcing\ntls.enable=true\n"
+                    f"tls.config.file={tls_properties(tmp_path, pki, 'optional')}\n")
+    dev = start_server(orbitmq_command("dev", "--store", str(tmp_path / "store"), "--namesrv-port", "0",
+                                       "--broker-port", "0", "-c", str(conf)), listeners=2)
+    procs.append(dev)
+    namesrv, broker = dev.addresses
+    for addr in (namesrv, broker):
+        assert await refused(addr, None), addr
+    async with Producer("DevProducer", namesrv_addr=namesrv, tls={"tls.client.trustCertPath": str(pki.ca)}) as p:
+        async def sent() -> bool:
+            try:
+                await p.create_topic("TBW102", TOPIC, 1)
+                return (await p.send(Message(TOPIC, b"dev"))).status is SendStatus.SEND_OK
+            except OrbitMQError:
+                return False
+
+        await until(sent, timeout=30)
