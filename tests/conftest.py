@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
+
+
+@pytest.fixture
+def procs() -> Iterator[list[ServerProcess]]:
+    """Server processes a test starts (append them); stopped by PID, newest first, and continued
+    first if a test left one stopped (SIGSTOP)."""
+    started: list[ServerProcess] = []
+    try:
+        yield started
+    finally:
+        for proc in reversed(started):
+            if proc.popen.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+            proc.stop()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,18 +20,6 @@ from tests.support.procs import ServerProcess
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "FailoverTopic"
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    try:
-        yield started
-    finally:
-        for proc in reversed(started):
-            if proc.popen.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-            proc.stop()
 
 
 @pytest.fixture

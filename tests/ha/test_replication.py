@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,17 +29,6 @@ pytestmark = pytest.mark.timeout(60)
 TOPIC = "HaTopic"
 RESUMED = re.compile(r"replicating from master \S+ at offset (\d+)")
 HA_PORT = re.compile(r"HA service on port (\d+)")
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProcess]]:
-    """Every process a test starts; stopped by PID, newest first."""
-    started: list[ServerProcess] = []
-    try:
-        yield started
-    finally:
-        for proc in reversed(started):
-            proc.stop()
 
 
 @pytest.fixture

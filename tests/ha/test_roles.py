@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,18 +19,6 @@ from tests.support.procs import ServerProcess
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "RoleTopic"
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    try:
-        yield started
-    finally:
-        for proc in reversed(started):
-            if proc.popen.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)  # a test may leave a process stopped
-            proc.stop()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import re
 import ssl
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -88,16 +88,6 @@ async def refused(addr: str, ssl_context: ssl.SSLContext | None) -> bool:
         except ConnectError:
             return True
     return False
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    try:
-        yield started
-    finally:
-        for proc in reversed(started):
-            proc.stop()
 
 
 class EnforcingCluster:
