@@ -51,8 +51,8 @@ async def round_trip(addr: str, context: ssl.SSLContext | None) -> bytes:
         return response.body_bytes()
 
 
-def trusting(pki: Pki, **extra: str) -> ssl.SSLContext:
-    context = TlsSettings.client(trust_cert_path=str(pki.ca), **extra).client_context()
+def trusting(pki: Pki, *, cert_path: str = "", key_path: str = "") -> ssl.SSLContext:
+    context = TlsSettings.client(trust_cert_path=str(pki.ca), cert_path=cert_path, key_path=key_path).client_context()
     assert context is not None
     return context
 
