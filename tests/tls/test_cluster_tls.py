@@ -25,6 +25,8 @@ from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.tls import TlsSettings
 from orbitmq.remoting.transport import RemotingClient
+from orbitmq.spark.cluster import Cluster
+from orbitmq.spark.options import parse_source_options
 from tests.ha.cluster import BROKER_NAME, broker_conf, commit_log, start_broker, until
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
 from tests.tls.conftest import Pki
@@ -227,7 +229,7 @@ async def test_permissive_ports_serve_plain_and_tls_clients(tmp_path: Path, pki:
     assert not await refused(master.addr, context(pki))
 
 
-async def test_dev_serves_both_ports_with_the_tls_keys_of_its_config_file(
+async def test_dev_serves_both_ports_with_tls_to_the_python_client_and_the_spark_connection(
     tmp_path: Path, pki: Pki, procs: list[ServerProcess]
 ) -> None:
     conf = tmp_path / "dev.conf"
@@ -248,3 +250,14 @@ async def test_dev_serves_both_ports_with_the_tls_keys_of_its_config_file(
                 return False
 
         await until(sent, timeout=30)
+
+    # The Spark source's connection (the same client tls.* keys, as Spark options) reads it back.
+    def spark_read(options: dict[str, str]) -> bytes:
+        source = parse_source_options({"namesrvAddr": namesrv, "topic": TOPIC, **options}, streaming=False)
+        with Cluster(source.connection) as cluster:
+            queue = cluster.route(TOPIC).read_queues[0]
+            return cluster.pull(queue, 0, 32, group="SparkTls").body
+
+    assert b"dev" in await asyncio.to_thread(spark_read, {"tls.client.trustCertPath": str(pki.ca)})
+    with pytest.raises(ConnectError):
+        await asyncio.to_thread(spark_read, {})
