@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -109,16 +109,6 @@ async def test_a_slave_with_a_wrong_secret_is_disconnected_and_one_with_the_secr
         else:
             assert await _read_all(reader) == b""
         writer.close()
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProcess]]:
-    started: list[ServerProcess] = []
-    try:
-        yield started
-    finally:
-        for proc in reversed(started):
-            proc.stop()
 
 
 async def test_a_slave_with_the_groups_secret_replicates_and_one_without_is_refused(

@@ -97,7 +97,9 @@ class EnforcingCluster:
         tls_file = tls_properties(tmp_path, pki, "require")
         self.ns = start_namesrv(tmp_path, "enforcing", tls_file)
         procs.append(self.ns)
-        tls_keys = {"tls.server.mode": "enforcing", "tls.enable": "true", "tls.config.file": str(tls_file)}
+        # The HA challenge (haAuthEnable) runs inside the TLS connection: both protections at once.
+        tls_keys = {"tls.server.mode": "enforcing", "tls.enable": "true", "tls.config.file": str(tls_file),
+                    "haAuthEnable": "true", "haSecret": "ha-secret-of-the-group"}
         self.master = start_broker(broker_conf(
             tmp_path, "master", self.ns.addr, "SYNC_MASTER", fastListenPort="0", **tls_keys))
         procs.append(self.master)
