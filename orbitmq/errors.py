@@ -74,26 +74,46 @@ class MessageTooLarge(StoreError):
 
 
 class BrokerError(OrbitMQError):
-    """A peer answered with a RocketMQ response code other than SUCCESS."""
+    """A RocketMQ response code other than SUCCESS, with its remark.
 
-    code: int = -1
-    _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
+    Both sides use it: a broker handler raises one to refuse a request (the
+    connection answers it with `code` and `remark`, see
+    `remoting.connection`), and a client raises one for a refusal it received
+    (`BrokerError.for_code`). Each subclass names one response code and states
+    whether a producer tries another broker after it (`retriable`): the codes
+    of RocketMQ 5's DefaultMQProducer.retryResponseCodes (4.x's six plus
+    SYSTEM_BUSY, a busy broker being the case where another broker helps most).
+    """
+
+    #: The response code a subclass stands for (None: the base, any code).
     response_code: ClassVar[int | None] = None
+    _by_code: ClassVar[dict[int, type[BrokerError]]] = {}
 
-    def __init__(self, code: int, remark: str | None = None) -> None:
-        self.code = code
+    def __init__(self, remark: str | None = None, *, code: int | None = None) -> None:
+        if code is None:
+            code = self.response_code if self.response_code is not None else _SYSTEM_ERROR
+        self.code = int(code)
         self.remark = remark or ""
-        super().__init__(f"CODE: {code} DESC: {self.remark}")
+        super().__init__(f"CODE: {self.code} DESC: {self.remark}")
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.response_code is not None:
-            BrokerError._by_code[cls.response_code] = cls
+        code = cls.__dict__.get("response_code")
+        if code is not None:
+            BrokerError._by_code.setdefault(code, cls)
 
     @classmethod
     def for_code(cls, code: int, remark: str | None = None) -> BrokerError:
-        """Build the most specific error class for a RocketMQ response code."""
-        return BrokerError._by_code.get(code, BrokerError)(code, remark)
+        """The most specific error class for a RocketMQ response code, built with `remark`."""
+        return BrokerError._by_code.get(int(code), BrokerError)(remark, code=code)
+
+    @staticmethod
+    def is_retriable_code(code: int) -> bool:
+        """Whether a producer tries another broker after a response with `code`."""
+        return BrokerError._by_code.get(int(code), BrokerError).retriable
+
+
+_SYSTEM_ERROR = 1
 
 
 class SystemError_(BrokerError):
@@ -110,6 +130,14 @@ class RequestCodeNotSupported(BrokerError):
     response_code = 3
 
 
+class TransactionFailed(BrokerError):
+    response_code = 4
+
+
+class SlaveNotAvailable(BrokerError):
+    response_code = 11
+
+
 class MessageIllegal(BrokerError):
     response_code = 13
 
@@ -117,6 +145,10 @@ class MessageIllegal(BrokerError):
 class ServiceNotAvailable(BrokerError):
     response_code = 14
     retriable = True
+
+
+class VersionNotSupported(BrokerError):
+    response_code = 15
 
 
 class NoPermission(BrokerError):
@@ -129,6 +161,10 @@ class TopicNotExist(BrokerError):
     retriable = True
 
 
+class TopicExistAlready(BrokerError):
+    response_code = 18
+
+
 class QueryNotFound(BrokerError):
     response_code = 22
 
@@ -137,12 +173,38 @@ class SubscriptionParseFailed(BrokerError):
     response_code = 23
 
 
+class SubscriptionNotExist(BrokerError):
+    response_code = 24
+
+
+class SubscriptionNotLatest(BrokerError):
+    response_code = 25
+
+
 class SubscriptionGroupNotExist(BrokerError):
     response_code = 26
 
 
+class NoBuyerId(BrokerError):
+    response_code = 204
+    retriable = True
+
+
+class NotInCurrentUnit(BrokerError):
+    response_code = 205
+    retriable = True
+
+
 class ConsumerNotOnline(BrokerError):
     response_code = 206
+
+
+class FlowControl(BrokerError):
+    response_code = 215
+
+
+class DiskFull(ServiceNotAvailable):
+    """The broker's disk refused a write for lack of space (answered 14 SERVICE_NOT_AVAILABLE)."""
 
 
 # --- client -------------------------------------------------------------------

@@ -25,9 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from orbitmq.broker.consumers import Subscription
-from orbitmq.broker.handlers.fields import RequestError
 from orbitmq.common.record import decode_record
-from orbitmq.errors import OrbitMQError
+from orbitmq.errors import BrokerError, OrbitMQError, SubscriptionParseFailed, SystemError_
 from orbitmq.filter.sql92 import Sql92Filter, SqlParseError, compile_sql92
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.store.api import MessageFilter
@@ -127,7 +126,7 @@ class ConsumerFilterTable:
                 refused = self.refusal(kind, expression)
                 if refused is not None:
                     code, remark = refused
-                    raise RequestError(code, f"subscription of {consumer.get('groupName')} to {sub.get('topic')}: "
+                    raise BrokerError.for_code(code, f"subscription of {consumer.get('groupName')} to {sub.get('topic')}: "
                                              f"{remark}")
 
     # --- filters -----------------------------------------------------------------------
@@ -139,12 +138,12 @@ class ConsumerFilterTable:
                 self._selector(group, sub)
 
     def filter_for(self, group: str, subscription: Subscription) -> MessageFilter:
-        """The store filter for a pull. Raises RequestError when the subscription cannot run here."""
+        """The store filter for a pull. Raises a BrokerError when the subscription cannot run here."""
         kind = subscription.expression_type.upper()
         if kind == TAG:
             return TagFilter(subscription)
         if kind != SQL92 or not self.enabled():
-            raise RequestError(ResponseCode.SYSTEM_ERROR, _unsupported(kind))
+            raise SystemError_(_unsupported(kind))
         return PropertyFilter(self._selector(group, subscription))
 
     def _selector(self, group: str, sub: Subscription) -> Sql92Filter:
@@ -155,7 +154,7 @@ class ConsumerFilterTable:
         try:
             selector = compile_sql92(sub.sub_string)
         except SqlParseError as exc:
-            raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+            raise SubscriptionParseFailed(str(exc)) from None
         self._compiled[key] = (sub.sub_version, sub.sub_string, selector)
         return selector
 

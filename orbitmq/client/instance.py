@@ -354,7 +354,7 @@ class ClientInstance:
             await self.update_route(topic)
             addr = self.master_addr(broker_name)
         if addr is None:
-            raise ClientError(f"The broker[{broker_name}] not exist")
+            raise NoRouteError(f"The broker[{broker_name}] not exist")
         return addr
 
     async def any_broker_addr(self, topic: str) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from orbitmq.common.message import Message as _Message
 from orbitmq.common.message import MessageExt
 from orbitmq.common.properties import TIMER_DELAY_MS, TIMER_DELIVER_MS
+from orbitmq.errors import MessageValidationError
 
 __all__ = ["Message", "MessageExt"]
 
@@ -44,14 +45,14 @@ class Message(_Message):
         # Timed messages (beyond RocketMQ 4's levels): the broker delivers at an
         # absolute time (ms since the epoch) or after a delay in ms from receipt.
         if deliver_time_ms is not None and delay_ms is not None:
-            raise ValueError("give deliver_time_ms or delay_ms, not both")
+            raise MessageValidationError("give deliver_time_ms or delay_ms, not both")
         if deliver_time_ms is not None:
             if deliver_time_ms <= 0:
-                raise ValueError(f"deliver_time_ms must be a positive epoch time in ms, not {deliver_time_ms}")
+                raise MessageValidationError(f"deliver_time_ms must be a positive epoch time in ms, not {deliver_time_ms}")
             self.properties[TIMER_DELIVER_MS] = str(int(deliver_time_ms))
         if delay_ms is not None:
             if delay_ms < 0:
-                raise ValueError(f"delay_ms must not be negative, not {delay_ms}")
+                raise MessageValidationError(f"delay_ms must not be negative, not {delay_ms}")
             self.properties[TIMER_DELAY_MS] = str(int(delay_ms))
         # Java's Message constructor always sets WAIT; brokers treat absent as true anyway.
         self.wait_store_msg_ok = wait_store_msg_ok

@@ -12,8 +12,10 @@ Guarantees and behaviour (RocketMQ 4.9's DefaultMQProducer):
 * Queue choice is round-robin over the writable queues; a failed attempt is
   retried on another broker (sync: `retry_times_when_send_failed`, async:
   `retry_times_when_send_async_failed`) within the overall send timeout,
-  for connection failures and for the codes RocketMQ retries (17, 14, 1, 16,
-  204, 205). A result other than SEND_OK is retried only with
+  after errors whose class is `retriable` (errors.py): connection failures,
+  timeouts, a broker missing from the route, and the response codes RocketMQ
+  5's producer retries (17, 14, 1, 2, 16, 204, 205; 4.x's list lacks 2).
+  A result other than SEND_OK is retried only with
   `retry_another_broker_when_not_store_ok`. With
   `send_latency_fault_enable`, slow or failing brokers are avoided for the
   times RocketMQ's tables give.
@@ -50,13 +52,18 @@ from orbitmq.client.validation import check_batch, check_body, check_group, chec
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message, MessageExt
 from orbitmq.common.msgid import UniqueIdGenerator
-from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError, RequestTimeout
+from orbitmq.errors import (
+    BrokerError,
+    ClientError,
+    MessageValidationError,
+    OrbitMQError,
+    RemotingError,
+    RequestTimeout,
+)
 from orbitmq.remoting.codes import RequestCode
 
 COMPRESSED_FLAG = 0x1
 TRANSACTION_PREPARED_TYPE = 0x4
-#: Broker codes after which the Java producer tries another broker.
-RETRY_RESPONSE_CODES = frozenset({17, 14, 1, 16, 204, 205})
 
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
@@ -310,18 +317,14 @@ class Producer(ClientService):
             started = time.monotonic()
             try:
                 result = await self._attempt(batch, msgs, mq, deadline, encoded)
-            except (RemotingError, ClientError) as exc:
-                if isinstance(exc, MessageValidationError):
+            except OrbitMQError as exc:
+                # The exception's class says whether another broker may succeed (errors.py).
+                if isinstance(exc, (RemotingError, BrokerError)):
+                    self._fault.record(mq.broker_name, _elapsed_ms(started), isolation=True)
+                if not exc.retriable:
                     raise
-                self._fault.record(mq.broker_name, _elapsed_ms(started), isolation=True)
                 last_error = exc
                 continue
-            except BrokerError as exc:
-                self._fault.record(mq.broker_name, _elapsed_ms(started), isolation=True)
-                if exc.code in RETRY_RESPONSE_CODES:
-                    last_error = exc
-                    continue
-                raise
             self._fault.record(mq.broker_name, _elapsed_ms(started), isolation=False)
             if result.status is not SendStatus.SEND_OK and self.config.retry_another_broker_when_not_store_ok:
                 continue

@@ -100,7 +100,7 @@ class SubscriptionData:
                 class_filter_mode=bool(data.get("classFilterMode", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise SubscriptionParseFailed(23, f"bad subscription data: {exc}") from exc
+            raise SubscriptionParseFailed(f"bad subscription data: {exc}") from exc
 
 
 def _unique(items: Iterable[Any]) -> tuple[Any, ...]:
@@ -130,5 +130,5 @@ def build_subscription(
             topic, expression, tags, _unique(java_string_hash(t) for t in tags), sub_version=version
         )
     if not expression:
-        raise SubscriptionParseFailed(23, f"empty {expression_type} expression for topic {topic}")
+        raise SubscriptionParseFailed(f"empty {expression_type} expression for topic {topic}")
     return SubscriptionData(topic, expression, sub_version=version, expression_type=expression_type)

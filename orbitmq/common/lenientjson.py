@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from orbitmq.errors import OrbitMQError
+
 JsonValue = Any  # a JSON document: dict / ObjectKeyMap / list / str / int / float / bool / None
 
 
@@ -28,7 +30,7 @@ class ObjectKeyMap(list[tuple[dict[str, Any], Any]]):
         return None
 
 
-class JsonBodyError(ValueError):
+class JsonBodyError(OrbitMQError, ValueError):
     """Text that even the lenient parser cannot read; `position` is the character offset."""
 
     def __init__(self, message: str, position: int) -> None:

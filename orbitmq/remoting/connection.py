@@ -22,12 +22,15 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
-from orbitmq.errors import ConnectError, FrameError
+from orbitmq.errors import BrokerError, ConnectError, FrameError, OrbitMQError
 from orbitmq.remoting.codec import FrameDecoder, encode
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, Buffer, RemotingCommand, next_opaque
 from orbitmq.remoting.eager import start_eagerly
 from orbitmq.remoting.pending import PendingRequests
+
+#: The remark of an answer to a request whose handler failed unexpectedly (the log has the traceback).
+UNEXPECTED_ERROR_REMARK = "internal error in the server; see its log"
 
 log = logging.getLogger("orbitmq.remoting")
 
@@ -311,10 +314,21 @@ class Connection(asyncio.Protocol):
         self._respond(request, response)
 
     def _failure(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-        """The boundary where a handler's exception becomes a SYSTEM_ERROR answer."""
-        log.warning("handler for request code %d from %s failed: %s", request.code, self.peer.addr, exc,
-                    exc_info=not isinstance(exc, ValueError))
-        return request.response(ResponseCode.SYSTEM_ERROR, str(exc) or type(exc).__name__)
+        """The one boundary where a handler's exception becomes an answer.
+
+        A `BrokerError` is a refusal: answered with its code and remark. Another
+        `OrbitMQError` that is a `ValueError` (a malformed header field or body,
+        a bad config value) is answered SYSTEM_ERROR with its text, which is
+        ours. Anything else is a defect: SYSTEM_ERROR with a generic remark,
+        never Python's own text, and one logged traceback.
+        """
+        if isinstance(exc, BrokerError):
+            return request.response(exc.code, exc.remark)
+        if isinstance(exc, OrbitMQError) and isinstance(exc, ValueError):
+            log.info("request code %d from %s refused: %s", request.code, self.peer.addr, exc)
+            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        log.error("handler for request code %d from %s failed", request.code, self.peer.addr, exc_info=exc)
+        return request.response(ResponseCode.SYSTEM_ERROR, f"{UNEXPECTED_ERROR_REMARK}, request code {request.code}")
 
     def _respond(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & RPC_ONEWAY or self.closed:

@@ -58,7 +58,9 @@ class RemotingServer:
     never blocks its connection); an unknown code is answered REQUEST_CODE_NOT_SUPPORTED
     (remark `" request type <code> not supported"`) unless a default handler is
     registered; a oneway request is never answered; a handler's exception
-    becomes a SYSTEM_ERROR answer with the exception text as remark; a bad
+    becomes an answer in one place (`Connection._failure`): a `BrokerError`
+    its code and remark, anything unexpected SYSTEM_ERROR with a generic
+    remark and one logged traceback; a bad
     frame closes only its own connection; a connection idle for `idle_timeout`
     seconds (None: never) is closed, as RocketMQ does. Responses go out with
     the request's opaque and serialization type. With `tls` the port speaks

@@ -37,7 +37,7 @@ from orbitmq.common.record import (
     host_flags,
     record_size,
 )
-from orbitmq.errors import CorruptRecord
+from orbitmq.errors import CorruptRecord, StoreError
 from orbitmq.store import kernels
 from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.batch_records import batch_items
@@ -76,7 +76,7 @@ class Appended(NamedTuple):
     prepared_transaction_offset: int
 
 
-class AppendFailure(Exception):
+class AppendFailure(StoreError):
     """An append refused before anything was written."""
 
     def __init__(self, status: PutMessageStatus, remark: str) -> None:

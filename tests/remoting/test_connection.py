@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
 
-from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.errors import BrokerError, ConnectError, HeaderError, RequestTimeout, TopicNotExist
 from orbitmq.remoting.codec import FrameDecoder, encode
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import Buffer, RemotingCommand
-from orbitmq.remoting.connection import Connection, Peer, Route
+from orbitmq.remoting.connection import UNEXPECTED_ERROR_REMARK, Connection, Peer, Route
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -88,14 +89,53 @@ async def test_async_handler_answers_finished_in_one_loop_turn_leave_in_a_single
     assert sorted(r.opaque for r in transport.frames()) == sorted(r.opaque for r in requests)
 
 
-async def test_a_failing_inline_handler_is_answered_system_error() -> None:
+async def test_a_failing_inline_handler_is_answered_system_error_without_python_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def broken(request: RemotingCommand, peer: Peer) -> RemotingCommand:
         raise KeyError("no such queue")
 
     conn, transport = connect({3: Route(broken)})
-    conn.data_received(stream_of(RemotingCommand.request(3)))
+    with caplog.at_level(logging.ERROR, logger="orbitmq.remoting"):
+        conn.data_received(stream_of(RemotingCommand.request(3)))
     (response,) = transport.frames()
-    assert response.code == ResponseCode.SYSTEM_ERROR and "no such queue" in (response.remark or "")
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert response.remark == f"{UNEXPECTED_ERROR_REMARK}, request code 3"
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1 and tracebacks[0].exc_info[0] is KeyError  # type: ignore[index]
+
+
+@pytest.mark.parametrize("inline", [True, False])
+async def test_a_broker_error_is_answered_with_its_code_and_remark_and_no_traceback(
+    inline: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        raise TopicNotExist("topic[T] not exist, apply first please!")
+
+    async def refuse_later(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        await asyncio.sleep(0)
+        raise BrokerError.for_code(24, "the consumer's subscription not exist")
+
+    conn, transport = connect({3: Route(refuse if inline else refuse_later)})
+    with caplog.at_level(logging.DEBUG):
+        conn.data_received(stream_of(RemotingCommand.request(3)))
+        for _ in range(3):
+            await asyncio.sleep(0)
+    (response,) = transport.frames()
+    if inline:
+        assert (response.code, response.remark) == (17, "topic[T] not exist, apply first please!")
+    else:
+        assert (response.code, response.remark) == (24, "the consumer's subscription not exist")
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_a_oneway_request_whose_handler_refuses_gets_no_answer() -> None:
+    def refuse(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        raise TopicNotExist("no")
+
+    conn, transport = connect({3: Route(refuse)})
+    conn.data_received(stream_of(RemotingCommand.request(3, oneway=True)))
+    assert transport.frames() == []
 
 
 async def test_a_plain_handler_may_return_an_awaitable_that_is_awaited_in_a_task() -> None:
@@ -222,7 +262,7 @@ async def async_echo_now(request: RemotingCommand, peer: Peer) -> RemotingComman
 async def test_a_handler_failing_after_its_first_await_is_answered_system_error() -> None:
     async def late_failure(request: RemotingCommand, peer: Peer) -> RemotingCommand:
         await asyncio.sleep(0)
-        raise ValueError("bad offset")
+        raise HeaderError("bad offset")  # our own validation text is the remark
 
     conn, transport = connect({9: Route(late_failure)})
     conn.data_received(stream_of(RemotingCommand.request(9)))

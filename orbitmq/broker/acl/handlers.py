@@ -14,8 +14,9 @@ from collections.abc import Callable
 from orbitmq.broker.acl.errors import AclError
 from orbitmq.broker.acl.plain_config import AccountUpdate
 from orbitmq.broker.acl.validator import AclValidator
-from orbitmq.broker.handlers.fields import Registry, RequestError, boolean, guarded, optional_text, text
+from orbitmq.broker.handlers.fields import Registry, boolean, optional_text, text
 from orbitmq.common.jsonbody import dumps
+from orbitmq.errors import BrokerError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -40,15 +41,15 @@ class AclHandlers:
         self.identity = identity
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, guarded(self.update_account))
-        server.register(RequestCode.DELETE_ACL_CONFIG, guarded(self.delete_account))
-        server.register(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, guarded(self.update_global_white))
-        server.register(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, guarded(self.version_info))
-        server.register(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, guarded(self.acl_config))
+        server.register(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, self.update_account)
+        server.register(RequestCode.DELETE_ACL_CONFIG, self.delete_account)
+        server.register(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, self.update_global_white)
+        server.register(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, self.version_info)
+        server.register(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, self.acl_config)
 
     def _validator(self, failure: int) -> AclValidator:
         if self.validator is None:
-            raise RequestError(failure, "ACL is not enabled on this broker (aclEnable=false)")
+            raise BrokerError.for_code(failure, "ACL is not enabled on this broker (aclEnable=false)")
         return self.validator
 
     async def update_account(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -67,7 +68,7 @@ class AclHandlers:
         try:
             validator.update_account(update)
         except (AclError, OSError) as exc:
-            raise RequestError(failed, str(exc)) from None
+            raise BrokerError.for_code(failed, str(exc)) from None
         return request.response(ResponseCode.SUCCESS)
 
     async def delete_account(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -77,7 +78,7 @@ class AclHandlers:
         try:
             validator.delete_account(access_key)
         except (AclError, OSError) as exc:
-            raise RequestError(failed, f"The accesskey[{access_key}] could not be deleted: {exc}") from None
+            raise BrokerError.for_code(failed, f"The accesskey[{access_key}] could not be deleted: {exc}") from None
         return request.response(ResponseCode.SUCCESS)
 
     async def update_global_white(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -85,14 +86,14 @@ class AclHandlers:
         validator = self._validator(failed)
         addrs = _split(request.field("globalWhiteAddrs"))
         if addrs is None:
-            raise RequestError(failed, "the custom field <globalWhiteAddrs> is null")
+            raise BrokerError.for_code(failed, "the custom field <globalWhiteAddrs> is null")
         path = optional_text(request, "aclFileFullPath")
         if path is not None and path != validator.path:
-            raise RequestError(failed, f"this broker manages one ACL file, {validator.path}, not {path}")
+            raise BrokerError.for_code(failed, f"this broker manages one ACL file, {validator.path}, not {path}")
         try:
             validator.set_global_white(addrs)
         except (AclError, OSError) as exc:
-            raise RequestError(failed, str(exc)) from None
+            raise BrokerError.for_code(failed, str(exc)) from None
         return request.response(ResponseCode.SUCCESS)
 
     async def version_info(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:

@@ -12,9 +12,7 @@ from typing import Any
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import (
     Registry,
-    RequestError,
     boolean,
-    guarded,
     integer,
     optional_text,
     text,
@@ -25,7 +23,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.topics import MULTI_TAG, SINGLE_TAG, TopicConfig, TopicTable
 from orbitmq.common import jsonbody, names
 from orbitmq.common.javaprops import format_properties, parse_properties
-from orbitmq.errors import ConfigError
+from orbitmq.errors import ConfigError, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import PROTOCOL_VERSION, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -60,16 +58,16 @@ class AdminHandlers:
         self.config_changed = config_changed
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, guarded(self.create_topic))
-        server.register(RequestCode.DELETE_TOPIC_IN_BROKER, guarded(self.delete_topic))
-        server.register(RequestCode.GET_ALL_TOPIC_CONFIG, guarded(self.all_topic_config))
-        server.register(RequestCode.GET_TOPIC_NAME_LIST, guarded(self.topic_names))
-        server.register(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, guarded(self.system_topics))
-        server.register(RequestCode.GET_TOPIC_STATS_INFO, guarded(self.topic_stats))
-        server.register(RequestCode.GET_BROKER_RUNTIME_INFO, guarded(self.runtime_info))
-        server.register(RequestCode.GET_BROKER_CONFIG, guarded(self.get_config))
-        server.register(RequestCode.VIEW_BROKER_STATS_DATA, guarded(self.stats_data))
-        server.register(RequestCode.UPDATE_BROKER_CONFIG, guarded(self.update_config))
+        server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.create_topic)
+        server.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic)
+        server.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.all_topic_config)
+        server.register(RequestCode.GET_TOPIC_NAME_LIST, self.topic_names)
+        server.register(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, self.system_topics)
+        server.register(RequestCode.GET_TOPIC_STATS_INFO, self.topic_stats)
+        server.register(RequestCode.GET_BROKER_RUNTIME_INFO, self.runtime_info)
+        server.register(RequestCode.GET_BROKER_CONFIG, self.get_config)
+        server.register(RequestCode.VIEW_BROKER_STATS_DATA, self.stats_data)
+        server.register(RequestCode.UPDATE_BROKER_CONFIG, self.update_config)
 
     # --- topics -------------------------------------------------------------------
 
@@ -77,17 +75,17 @@ class AdminHandlers:
         topic = text(request, "topic")
         problem = names.validate_topic(topic)
         if problem:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+            raise SystemError_(problem)
         if names.is_system_topic(topic) or topic == self.live.value.broker_cluster_name:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, names.system_topic_conflict_remark(topic))
+            raise SystemError_(names.system_topic_conflict_remark(topic))
         read = integer(request, "readQueueNums")
         write = integer(request, "writeQueueNums")
         for label, value in (("readQueueNums", read), ("writeQueueNums", write)):
             if not 0 < value <= MAX_QUEUE_NUMS:
-                raise RequestError(ResponseCode.SYSTEM_ERROR, f"{label} {value} must be in 1..{MAX_QUEUE_NUMS}")
+                raise SystemError_(f"{label} {value} must be in 1..{MAX_QUEUE_NUMS}")
         filter_type = optional_text(request, "topicFilterType", SINGLE_TAG) or SINGLE_TAG
         if filter_type not in (SINGLE_TAG, MULTI_TAG):
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"topicFilterType {filter_type!r} is not SINGLE_TAG or MULTI_TAG")
+            raise SystemError_(f"topicFilterType {filter_type!r} is not SINGLE_TAG or MULTI_TAG")
         config = TopicConfig(
             topic,
             read,
@@ -104,7 +102,7 @@ class AdminHandlers:
     async def delete_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         topic = text(request, "topic")
         if names.is_system_topic(topic):
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is a system topic and cannot be deleted.")
+            raise SystemError_(f"The topic[{topic}] is a system topic and cannot be deleted.")
         if self.topics.delete(topic):
             self.topics_changed()
         self.offsets.remove_topic(topic)
@@ -192,11 +190,11 @@ class AdminHandlers:
     async def update_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         body = request.body_bytes()
         if not body:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "string2Properties error: empty body")
+            raise SystemError_("string2Properties error: empty body")
         try:
             props = parse_properties(body.decode("utf-8"))
             self.live.value = self.live.value.with_properties(props)
         except (UnicodeDecodeError, ConfigError) as exc:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"update broker config failed: {exc}")
+            raise SystemError_(f"update broker config failed: {exc}")
         self.config_changed()
         return request.response(ResponseCode.SUCCESS)

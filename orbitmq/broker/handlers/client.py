@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from orbitmq.broker.consumers import ClientChannel, ConsumerRegistry, Subscription
-from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, optional_text, text
+from orbitmq.broker.handlers.fields import Registry, optional_text, text
 from orbitmq.broker.locks import QueueKey, QueueLocks
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.sqlfilter import ConsumerFilterTable
@@ -23,7 +23,7 @@ from orbitmq.broker.topics import PERM_READ, PERM_WRITE, TopicTable
 from orbitmq.common import jsonbody
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.common.names import retry_topic
-from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -45,14 +45,14 @@ def language_name(code: int) -> str:
 
 
 def parse_body(request: RemotingCommand) -> Any:
-    """The request body as JSON (fastjson-tolerant); RequestError when absent or unreadable."""
+    """The request body as JSON (fastjson-tolerant); SystemError_ when absent or unreadable."""
     body = request.body_bytes()
     if not body:
-        raise RequestError(ResponseCode.SYSTEM_ERROR, "request body is empty")
+        raise SystemError_("request body is empty")
     try:
         return jsonbody.loads(body)
     except ValueError as exc:
-        raise RequestError(ResponseCode.SYSTEM_ERROR, f"request body is not valid JSON: {exc}")
+        raise SystemError_(f"request body is not valid JSON: {exc}")
 
 
 def parse_queues(raw: Any) -> list[QueueKey]:
@@ -61,7 +61,7 @@ def parse_queues(raw: Any) -> list[QueueKey]:
         try:
             queues.append(QueueKey(str(item["topic"]), str(item["brokerName"]), int(item["queueId"])))
         except (KeyError, TypeError, ValueError):
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad MessageQueue in mqSet: {item!r}")
+            raise SystemError_(f"bad MessageQueue in mqSet: {item!r}")
     return queues
 
 
@@ -135,17 +135,17 @@ class ClientHandlers:
         self.store = store
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.HEART_BEAT, guarded(self.heart_beat))
-        server.register(RequestCode.UNREGISTER_CLIENT, guarded(self.unregister_client))
-        server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, guarded(self.consumer_list))
-        server.register(RequestCode.LOCK_BATCH_MQ, guarded(self.lock_batch))
-        server.register(RequestCode.UNLOCK_BATCH_MQ, guarded(self.unlock_batch))
-        server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, guarded(self.consumer_connections))
-        server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, guarded(self.producer_connections))
-        server.register(RequestCode.CHECK_CLIENT_CONFIG, guarded(self.check_client_config))
-        server.register(RequestCode.GET_CONSUMER_RUNNING_INFO, guarded(self.forward_to_consumer))
-        server.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, guarded(self.forward_to_consumer))
-        server.register(RequestCode.GET_ALL_PRODUCER_INFO, guarded(self.all_producers))
+        server.register(RequestCode.HEART_BEAT, self.heart_beat)
+        server.register(RequestCode.UNREGISTER_CLIENT, self.unregister_client)
+        server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list)
+        server.register(RequestCode.LOCK_BATCH_MQ, self.lock_batch)
+        server.register(RequestCode.UNLOCK_BATCH_MQ, self.unlock_batch)
+        server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, self.consumer_connections)
+        server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, self.producer_connections)
+        server.register(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
+        server.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self.forward_to_consumer)
+        server.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self.forward_to_consumer)
+        server.register(RequestCode.GET_ALL_PRODUCER_INFO, self.all_producers)
         server.on_disconnect(self.channel_closed)
 
     # --- connections --------------------------------------------------------------
@@ -171,10 +171,10 @@ class ClientHandlers:
     async def heart_beat(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         data = parse_body(request)
         if not isinstance(data, dict):
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "heartbeat body is not a JSON object")
+            raise SystemError_("heartbeat body is not a JSON object")
         client_id = str(data.get("clientID") or "")
         if not client_id:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
+            raise SystemError_("heartbeat without clientID")
         self.filters.check_heartbeat(data)
         now = self.clock_ms()
         channel = ClientChannel(peer, client_id, language_name(request.language), request.version, now)
@@ -196,7 +196,7 @@ class ClientHandlers:
             try:
                 subscriptions = [Subscription.from_json(s) for s in consumer.get("subscriptionDataSet") or ()]
             except (KeyError, TypeError, ValueError) as exc:
-                raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad subscription in heartbeat: {exc}")
+                raise SystemError_(f"bad subscription in heartbeat: {exc}")
             self.filters.register(group, subscriptions)
             changed = self.consumers.register(
                 group,
@@ -231,7 +231,7 @@ class ClientHandlers:
         data = parse_body(request)
         subscription = data.get("subscriptionData") if isinstance(data, dict) else None
         if not isinstance(subscription, dict):
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "check client config body has no subscriptionData")
+            raise SystemError_("check client config body has no subscriptionData")
         refused = self.filters.refusal(
             str(subscription.get("expressionType") or "TAG"), str(subscription.get("subString") or "")
         )
@@ -273,10 +273,10 @@ class ClientHandlers:
         try:
             offset = parse_offset_msg_id(msg_id).commit_log_offset
         except ValueError as exc:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad message id {msg_id!r}: {exc}") from None
+            raise SystemError_(f"bad message id {msg_id!r}: {exc}") from None
         found = self.store.select_one_message_by_offset(offset) if offset >= 0 else None
         if found is None:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+            raise SystemError_(f"can not find message by the offset, {offset}")
         try:
             return bytes(found.buffer)  # copied: the forward may outlive the pinned file
         finally:
@@ -300,7 +300,7 @@ class ClientHandlers:
         group = str(data.get("consumerGroup") or "")
         client_id = str(data.get("clientId") or "")
         if not group or not client_id:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "lock request needs consumerGroup and clientId")
+            raise SystemError_("lock request needs consumerGroup and clientId")
         queues = parse_queues(data.get("mqSet"))
         granted = self.locks.try_lock_batch(
             group, queues, client_id, self.clock_ms(), is_alive=lambda cid: self.consumers.is_alive(group, cid)

@@ -1,18 +1,18 @@
 """Reading request header fields (extFields) and answering bad requests.
 
 Handlers read the few fields they need with these helpers. A missing or
-malformed field raises `RequestError`, which `guarded` turns into a response
-carrying RocketMQ's code and a remark naming the field, so bad input never
+malformed field raises a `BrokerError` (errors.py) carrying RocketMQ's code
+and a remark naming the field; the connection answers every `BrokerError` a
+handler raises in one place (`remoting.connection`), so bad input never
 reaches the store and never becomes an unexplained SYSTEM_ERROR.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from orbitmq.remoting.codes import ResponseCode
+from orbitmq.errors import SystemError_
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
 
@@ -28,33 +28,11 @@ class Registry(Protocol):
     def on_disconnect(self, callback: Callable[[Peer], None]) -> None: ...
 
 
-class RequestError(Exception):
-    """A request the broker refuses: answered with `code` and `remark`."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = int(code)
-        self.remark = remark
-
-
-def guarded(handler: HandlerFn) -> HandlerFn:
-    """Wrap a handler so that `RequestError` becomes a response (none for oneway requests)."""
-
-    @functools.wraps(handler)
-    async def run(request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
-        try:
-            return await handler(request, peer)
-        except RequestError as exc:
-            return None if request.is_oneway else request.response(exc.code, exc.remark)
-
-    return run
-
-
 def text(request: RemotingCommand, name: str) -> str:
     """A required string field."""
     value = request.field(name)
     if value is None or value == "":
-        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is null")
+        raise SystemError_(f"the custom field <{name}> is null")
     return value
 
 
@@ -69,11 +47,11 @@ def integer(request: RemotingCommand, name: str, default: int | None = None) -> 
     if value is None or value == "":
         if default is not None:
             return default
-        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is null")
+        raise SystemError_(f"the custom field <{name}> is null")
     try:
         return int(value)
     except ValueError:
-        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is not a number: {value!r}")
+        raise SystemError_(f"the custom field <{name}> is not a number: {value!r}")
 
 
 def boolean(request: RemotingCommand, name: str, default: bool = False) -> bool:

@@ -18,9 +18,7 @@ from orbitmq.broker.consumers import ConsumerRegistry
 from orbitmq.broker.handlers.client import parse_body
 from orbitmq.broker.handlers.fields import (
     Registry,
-    RequestError,
     boolean,
-    guarded,
     integer,
     optional_text,
     text,
@@ -30,7 +28,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common import jsonbody, names
-from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -69,28 +67,26 @@ class GroupHandlers:
         self.offsets_changed = offsets_changed
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, guarded(self.create_group))
-        server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, guarded(self.all_groups))
-        server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, guarded(self.delete_group))
-        server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, guarded(self.all_offsets))
-        server.register(RequestCode.GET_CONSUME_STATS, guarded(self.consume_stats))
-        server.register(RequestCode.GET_BROKER_CONSUME_STATS, guarded(self.broker_consume_stats))
-        server.register(RequestCode.QUERY_CONSUME_TIME_SPAN, guarded(self.consume_time_span))
-        server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, guarded(self.consumed_by))
-        server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, guarded(self.reset_offset))
-        server.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, guarded(self.consumer_status))
-        server.register(RequestCode.CLONE_GROUP_OFFSET, guarded(self.clone_offsets))
+        server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.create_group)
+        server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.all_groups)
+        server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_group)
+        server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, self.all_offsets)
+        server.register(RequestCode.GET_CONSUME_STATS, self.consume_stats)
+        server.register(RequestCode.GET_BROKER_CONSUME_STATS, self.broker_consume_stats)
+        server.register(RequestCode.QUERY_CONSUME_TIME_SPAN, self.consume_time_span)
+        server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, self.consumed_by)
+        server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, self.reset_offset)
+        server.register(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, self.consumer_status)
+        server.register(RequestCode.CLONE_GROUP_OFFSET, self.clone_offsets)
 
     async def create_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         data = parse_body(request)
         try:
             config = SubscriptionGroupConfig.from_json(data)
         except (ValueError, TypeError, AttributeError) as exc:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad SubscriptionGroupConfig: {exc}")
+            raise SystemError_(f"bad SubscriptionGroupConfig: {exc}")
         if not names.is_name_legal(config.group_name) or len(config.group_name) > names.GROUP_MAX_LENGTH:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR,
-                f"the specified group[{config.group_name}] contains illegal characters, "
+            raise SystemError_(f"the specified group[{config.group_name}] contains illegal characters, "
                 f"allowing only {names.VALID_PATTERN_STR}",
             )
         if self.groups.put(config):
@@ -217,11 +213,10 @@ class GroupHandlers:
         force = boolean(request, "isForce", True)
         config = self.topics.get(topic)
         if config is None:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR, f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
+            raise SystemError_(f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
             )
         if self.groups.get(group) is None and self.consumers.get(group) is None:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
+            raise SystemError_(f"THe consumer group <{group}> not exist")
         broker_name = self.live.value.broker_name
         table = jsonbody.ObjectKeyMap()
         flat = []

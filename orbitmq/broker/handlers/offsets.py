@@ -4,7 +4,7 @@ GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME.
 
 from __future__ import annotations
 
-from orbitmq.broker.handlers.fields import Registry, guarded, integer, text
+from orbitmq.broker.handlers.fields import Registry, integer, text
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -18,12 +18,12 @@ class OffsetHandlers:
         self.store = store
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.QUERY_CONSUMER_OFFSET, guarded(self.query_consumer_offset))
-        server.register(RequestCode.UPDATE_CONSUMER_OFFSET, guarded(self.update_consumer_offset))
-        server.register(RequestCode.GET_MAX_OFFSET, guarded(self.max_offset))
-        server.register(RequestCode.GET_MIN_OFFSET, guarded(self.min_offset))
-        server.register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, guarded(self.search_offset))
-        server.register(RequestCode.GET_EARLIEST_MSG_STORETIME, guarded(self.earliest_time))
+        server.register(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
+        server.register(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_consumer_offset)
+        server.register(RequestCode.GET_MAX_OFFSET, self.max_offset)
+        server.register(RequestCode.GET_MIN_OFFSET, self.min_offset)
+        server.register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, self.search_offset)
+        server.register(RequestCode.GET_EARLIEST_MSG_STORETIME, self.earliest_time)
 
     async def query_consumer_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         """The stored offset; with none stored, 0 while the queue still starts at 0 (§3.3), else QUERY_NOT_FOUND.

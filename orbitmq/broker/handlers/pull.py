@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry, Subscription
-from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
+from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
 from orbitmq.broker.handlers.query import release_after_write
 from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.offsets import ConsumerOffsetTable
@@ -28,6 +28,15 @@ from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common.hashing import java_string_hash
 from orbitmq.common.names import PERM_READ
+from orbitmq.errors import (
+    NoPermission,
+    SubscriptionGroupNotExist,
+    SubscriptionNotExist,
+    SubscriptionNotLatest,
+    SubscriptionParseFailed,
+    SystemError_,
+    TopicNotExist,
+)
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -53,7 +62,7 @@ def subscription_from_expression(topic: str, expression: str | None, expression_
         return Subscription(topic, "*", sub_version=version)
     tags = tuple(t.strip() for t in expression.split("||") if t.strip())
     if not tags:
-        raise RequestError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"parse the consumer's subscription[{expression}] failed")
+        raise SubscriptionParseFailed(f"parse the consumer's subscription[{expression}] failed")
     codes = frozenset(_int32(java_string_hash(t)) for t in tags)
     return Subscription(topic, expression, tags, codes, version)
 
@@ -112,7 +121,7 @@ class PullHandler:
         self.groups_changed = groups_changed
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.PULL_MESSAGE, guarded(self.pull))
+        server.register(RequestCode.PULL_MESSAGE, self.pull)
 
     def _subscription(self, request: RemotingCommand, group: str, topic: str, sys_flag: int) -> Subscription:
         sub_version = integer(request, "subVersion", 0)
@@ -123,21 +132,19 @@ class PullHandler:
             )
         info = self.consumers.get(group)
         if info is None:
-            raise RequestError(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist, {group}")
+            raise SubscriptionNotExist(f"the consumer's group info not exist, {group}")
         group_config = self.groups.get(group)
         if (
             info.message_model == "BROADCASTING"
             and group_config is not None
             and not group_config.consume_broadcast_enable
         ):
-            raise RequestError(ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way")
+            raise NoPermission(f"the consumer group[{group}] can not consume by broadcast way")
         subscription = info.subscriptions.get(topic)
         if subscription is None:
-            raise RequestError(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist, {topic}")
+            raise SubscriptionNotExist(f"the consumer's subscription not exist, {topic}")
         if subscription.sub_version < sub_version:
-            raise RequestError(
-                ResponseCode.SUBSCRIPTION_NOT_LATEST,
-                f"the consumer's subscription not latest, {subscription.sub_version} < {sub_version}",
+            raise SubscriptionNotLatest(f"the consumer's subscription not latest, {subscription.sub_version} < {sub_version}",
             )
         return subscription
 
@@ -150,30 +157,27 @@ class PullHandler:
         max_nums = integer(request, "maxMsgNums")
         sys_flag = integer(request, "sysFlag", 0)
         if not config.broker_permission & PERM_READ:
-            raise RequestError(
-                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] pulling message is forbidden"
+            raise NoPermission(f"the broker[{config.advertised_ip}] pulling message is forbidden"
             )
         known = group in self.groups
         group_config = self.groups.find_or_create(group)
         if group_config is None:
-            raise RequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist")
+            raise SubscriptionGroupNotExist(f"subscription group [{group}] does not exist")
         if not known:
             self.groups_changed()
         if not group_config.consume_enable:
-            raise RequestError(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+            raise NoPermission(f"subscription group no permission, {group}")
         topic_config = self.topics.get(topic)
         if topic_config is None:
-            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+            raise TopicNotExist(f"topic[{topic}] not exist, apply first please!")
         if not topic_config.readable:
-            raise RequestError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+            raise NoPermission(f"the topic[{topic}] pulling message is forbidden")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR,
-                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+            raise SystemError_(f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                 f"[{topic_config.read_queue_nums}] consumer:[{peer.addr}]",
             )
         if max_nums <= 0:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"maxMsgNums {max_nums} must be positive")
+            raise SystemError_(f"maxMsgNums {max_nums} must be positive")
         message_filter = self.filters.filter_for(group, self._subscription(request, group, topic, sys_flag))
 
         if sys_flag & FLAG_COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:

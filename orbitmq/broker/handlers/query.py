@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, boolean, guarded, integer, text
+from orbitmq.broker.handlers.fields import Registry, boolean, integer, text
 from orbitmq.common.names import UNIQUE_KEY_QUERY
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -28,8 +28,8 @@ class QueryHandlers:
         self.store = store
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.QUERY_MESSAGE, guarded(self.query_message))
-        server.register(RequestCode.VIEW_MESSAGE_BY_ID, guarded(self.view_message))
+        server.register(RequestCode.QUERY_MESSAGE, self.query_message)
+        server.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message)
 
     async def query_message(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         topic = text(request, "topic")

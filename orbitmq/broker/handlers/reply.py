@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
+from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
 from orbitmq.broker.handlers.send import long_form, status_response
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.topics import PERM_WRITE, TopicTable
@@ -27,7 +27,7 @@ from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExtBrokerInner
-from orbitmq.errors import RemotingError
+from orbitmq.errors import MessageIllegal, NoPermission, RemotingError, SystemError_, TopicNotExist
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -56,32 +56,29 @@ class ReplyHandlers:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.SEND_REPLY_MESSAGE, guarded(self.send_reply))
-        server.register(RequestCode.SEND_REPLY_MESSAGE_V2, guarded(self.send_reply))
+        server.register(RequestCode.SEND_REPLY_MESSAGE, self.send_reply)
+        server.register(RequestCode.SEND_REPLY_MESSAGE_V2, self.send_reply)
 
     def _reply_message(self, request: RemotingCommand, peer: Peer) -> MessageExtBrokerInner:
         config = self.live.value
         topic = text(request, "topic")
         if not config.broker_permission & PERM_WRITE:
-            raise RequestError(
-                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden"
             )
         problem = names.validate_topic(topic)
         if problem:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+            raise SystemError_(problem)
         topic_config = self.topics.get(topic)
         if topic_config is None:
-            raise RequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+            raise TopicNotExist(f"topic[{topic}] not exist, apply first please!")
         queue_id = integer(request, "queueId", -1)
         if queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {topic_config}")
+            raise SystemError_(f"request queueId[{queue_id}] is illegal, {topic_config}")
         if queue_id < 0:
             queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
         body = request.body_bytes()
         if len(body) > config.store.max_message_size:
-            raise RequestError(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"message body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
+            raise MessageIllegal(f"message body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
             )
         properties = mc.decode_properties(optional_text(request, "properties") or "")
         properties[mc.CLUSTER] = config.broker_cluster_name

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, optional_text, text
+from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.timer.routing import refuse_waiting_batch
@@ -34,6 +34,15 @@ from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
+from orbitmq.errors import (
+    MessageIllegal,
+    NoPermission,
+    ServiceNotAvailable,
+    SubscriptionGroupNotExist,
+    SystemBusy,
+    SystemError_,
+    TopicNotExist,
+)
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -90,11 +99,11 @@ def _int_field(value: str | None, name: str, default: int | None = None) -> int:
     if not value:
         if default is not None:
             return default
-        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is null")
+        raise SystemError_(f"the custom field <{name}> is null")
     try:
         return int(value)
     except ValueError:
-        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is not a number: {value!r}") from None
+        raise SystemError_(f"the custom field <{name}> is not a number: {value!r}") from None
 
 
 #: Statuses that mean "stored", with the code the client reads as a sent result.
@@ -194,7 +203,7 @@ class SendHandlers:
     ) -> None:
         #: SYNC_MASTER: waits until the slave holds the CommitLog up to the given end offset.
         self.replica_wait = replica_wait
-        #: Rewrites a message that must wait (delay level, timer) before it is stored; may raise RequestError.
+        #: Rewrites a message that must wait (delay level, timer) before it is stored; may raise a BrokerError.
         self.before_put = before_put
         self.stats = stats
         self.live = live
@@ -207,9 +216,9 @@ class SendHandlers:
         self.monotonic = monotonic
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.SEND_MESSAGE, guarded(self.send_message))
-        server.register(RequestCode.SEND_MESSAGE_V2, guarded(self.send_message))
-        server.register(RequestCode.SEND_BATCH_MESSAGE, guarded(self.send_batch))
+        server.register(RequestCode.SEND_MESSAGE, self.send_message)
+        server.register(RequestCode.SEND_MESSAGE_V2, self.send_message)
+        server.register(RequestCode.SEND_BATCH_MESSAGE, self.send_batch)
 
     # --- checks shared by single and batch sends ---------------------------------
 
@@ -219,8 +228,7 @@ class SendHandlers:
 
     def _refuse_on_slave(self) -> None:
         if self.live.value.store.broker_role is BrokerRole.SLAVE:
-            raise RequestError(
-                ResponseCode.SERVICE_NOT_AVAILABLE, "this broker is a slave and takes no messages; send to its master"
+            raise ServiceNotAvailable("this broker is a slave and takes no messages; send to its master"
             )
 
     async def _replicated(self, result: PutMessageResult, wait: str | None) -> PutMessageResult:
@@ -239,27 +247,24 @@ class SendHandlers:
         """`_check_topic` for fields already read (from either key form)."""
         config = self.live.value
         if not config.broker_permission & PERM_WRITE:
-            raise RequestError(
-                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden"
             )
         topic_config = self.topics.get(topic)
         if topic_config is None:
             # Names in the table were validated when they entered it; only new ones need the check.
             problem = names.validate_topic(topic)
             if problem:
-                raise RequestError(ResponseCode.SYSTEM_ERROR, problem)
+                raise SystemError_(problem)
         if topic in names.NOT_ALLOWED_SEND_TOPICS:
-            raise RequestError(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+            raise NoPermission(f"Sending message to topic[{topic}] is forbidden.")
         if topic_config is None:
             topic_config = self._auto_create(long_form(request), topic)
         if not topic_config.writable:
-            raise RequestError(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+            raise NoPermission(f"the topic[{topic}] sending message is forbidden")
         queue_id = _int_field(raw_queue_id, "queueId")
         valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
         if queue_id >= valid:
-            raise RequestError(
-                ResponseCode.SYSTEM_ERROR,
-                f"request queueId[{queue_id}] is illegal, {topic_config} Producer: {long_form(request).field('producerGroup')}",
+            raise SystemError_(f"request queueId[{queue_id}] is illegal, {topic_config} Producer: {long_form(request).field('producerGroup')}",
             )
         if queue_id < 0:
             queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
@@ -276,9 +281,7 @@ class SendHandlers:
             queue_nums = integer(request, "defaultTopicQueueNums", 4)
             created = self.topics.create_in_send(topic, default_topic, queue_nums, integer(request, "topicSysFlag", 0))
         if created is None:
-            raise RequestError(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please!",
+            raise TopicNotExist(f"topic[{topic}] not exist, apply first please!",
             )
         self.topics_changed()
         return created
@@ -296,9 +299,7 @@ class SendHandlers:
         waited_ms = (self.monotonic() - started) * 1000
         limit = self.live.value.wait_time_mills_in_send_queue
         if waited_ms > limit:
-            raise RequestError(
-                ResponseCode.SYSTEM_BUSY,
-                f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+            raise SystemBusy(f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
                 f"period in queue: {int(waited_ms)}ms, size of queue: 0",
             )
 
@@ -314,15 +315,14 @@ class SendHandlers:
             fields.get, keys
         )
         if not topic_value:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, "the custom field <topic> is null")
+            raise SystemError_("the custom field <topic> is null")
         self._refuse_on_slave()
         topic, topic_config, queue_id = self._check_topic_fields(request, topic_value, raw_queue_id)
         config = self.live.value
         body = request.body_bytes()
         max_body = config.store.max_message_size
         if len(body) > max_body:
-            raise RequestError(
-                ResponseCode.MESSAGE_ILLEGAL, f"message body size {len(body)} exceeds the limit {max_body} bytes"
+            raise MessageIllegal(f"message body size {len(body)} exceeds the limit {max_body} bytes"
             )
         properties = mc.decode_properties(properties_text) if properties_text else {}
         reconsume_times = _int_field(raw_reconsume, "reconsumeTimes", 0)
@@ -330,9 +330,7 @@ class SendHandlers:
         if topic_config.topic_filter_type == MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED and config.reject_transaction_message:
-            raise RequestError(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{config.advertised_ip}] sending transaction message is forbidden",
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending transaction message is forbidden",
             )
         if topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
             topic, queue_id = self._retry_or_dlq(long_form(request), topic, queue_id, reconsume_times, properties)
@@ -360,8 +358,7 @@ class SendHandlers:
         if len(msg.properties_string) * 4 > mc.MAX_PROPERTIES_BYTES:
             size = len(msg.properties_string.encode())
             if size > mc.MAX_PROPERTIES_BYTES:
-                raise RequestError(
-                    ResponseCode.MESSAGE_ILLEGAL, f"message properties length {size} exceeds the limit 32767 bytes"
+                raise MessageIllegal(f"message properties length {size} exceeds the limit 32767 bytes"
                 )
         if wait is not None:
             # The stored copy drops WAIT (as 4.9.7 does), but the store still honours its value.
@@ -408,9 +405,7 @@ class SendHandlers:
         group_name = topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :]
         group = self._group(group_name)
         if group is None:
-            raise RequestError(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group_name}",
+            raise SubscriptionGroupNotExist(f"subscription group not exist, {group_name}",
             )
         max_times = group.retry_max_times
         if request.version >= 121 and request.field("maxReconsumeTimes"):
@@ -441,29 +436,25 @@ class SendHandlers:
         long_form(request)
         topic_name = text(request, "topic")
         if len(topic_name) > names.TOPIC_MAX_LENGTH:
-            raise RequestError(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"message topic length too long {len(topic_name)}, max: {names.TOPIC_MAX_LENGTH}",
+            raise MessageIllegal(f"message topic length too long {len(topic_name)}, max: {names.TOPIC_MAX_LENGTH}",
             )
         if names.is_retry_topic(topic_name):
-            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic_name}")
+            raise MessageIllegal(f"batch request does not support retry group {topic_name}")
         self._refuse_on_slave()
         topic, topic_config, queue_id = self._check_topic(request)
         config = self.live.value
         body = request.body_bytes()
         if not body:
-            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch body is empty")
+            raise MessageIllegal("batch body is empty")
         if len(body) > config.store.max_message_size:
-            raise RequestError(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"batch body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
+            raise MessageIllegal(f"batch body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
             )
         sys_flag = integer(request, "sysFlag", 0)
         if sys_flag & TRANSACTION_TYPE_MASK:
-            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support transaction")
+            raise MessageIllegal("batch message does not support transaction")
         properties = mc.decode_properties(request.field("properties") or "")
         if int(properties.get(mc.DELAY_TIME_LEVEL, "0") or 0) > 0:
-            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support delay message")
+            raise MessageIllegal("batch message does not support delay message")
         refuse_waiting_batch(properties)
         properties[mc.CLUSTER] = config.broker_cluster_name
         if topic_config.topic_filter_type == MULTI_TAG:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from orbitmq.broker import retry
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, RequestError, guarded, integer, text
+from orbitmq.broker.handlers.fields import Registry, integer, text
 from orbitmq.broker.handlers.send import status_response
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
@@ -26,7 +26,7 @@ from orbitmq.common import names
 from orbitmq.common.message import MessageExt, MessageExtBrokerInner
 from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.common.record import decode_record
-from orbitmq.errors import OrbitMQError
+from orbitmq.errors import NoPermission, OrbitMQError, SubscriptionGroupNotExist, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -57,7 +57,7 @@ class SendBackHandler:
         self.stats = stats
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.CONSUMER_SEND_MSG_BACK, guarded(self.send_back))
+        server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.send_back)
 
     async def send_back(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         config = self.live.value
@@ -67,14 +67,12 @@ class SendBackHandler:
         known = group_name in self.groups
         group = self.groups.find_or_create(group_name)
         if group is None:
-            raise RequestError(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group_name}"
+            raise SubscriptionGroupNotExist(f"subscription group not exist, {group_name}"
             )
         if not known:
             self.groups_changed()
         if not config.broker_permission & PERM_WRITE:
-            raise RequestError(
-                ResponseCode.NO_PERMISSION, f"the broker[{config.advertised_ip}] sending message is forbidden"
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden"
             )
         if group.retry_queue_nums <= 0:
             return request.response(ResponseCode.SUCCESS)
@@ -105,15 +103,15 @@ class SendBackHandler:
             existing = self.topics.ensure(target.topic, target.queue_nums, PERM_READ | PERM_WRITE)
             self.topics_changed()
         if not existing.writable:
-            raise RequestError(ResponseCode.NO_PERMISSION, f"the topic[{target.topic}] sending message is forbidden")
+            raise NoPermission(f"the topic[{target.topic}] sending message is forbidden")
 
     def _look_up(self, offset: int) -> MessageExt:
         """The original record, decoded without touching a compressed body (its sysflag is kept)."""
         found = self.store.select_one_message_by_offset(offset) if offset >= 0 else None
         if found is None:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}")
+            raise SystemError_(f"look message by offset failed, {offset}")
         with found:
             try:
                 return decode_record(found.buffer, decompress=False)
             except OrbitMQError as exc:
-                raise RequestError(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}: {exc}")
+                raise SystemError_(f"look message by offset failed, {offset}: {exc}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, RequestError, boolean, guarded, integer, text
+from orbitmq.broker.handlers.fields import Registry, boolean, integer, text
 from orbitmq.broker.transaction import TransactionService
 from orbitmq.common.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from orbitmq.errors import SlaveNotAvailable, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -28,18 +29,18 @@ class TransactionHandlers:
         self.service = service
 
     def register(self, server: Registry) -> None:
-        server.register(RequestCode.END_TRANSACTION, guarded(self.end_transaction))
+        server.register(RequestCode.END_TRANSACTION, self.end_transaction)
 
     async def end_transaction(self, request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
         if self.live.value.broker_id != 0:
-            raise RequestError(ResponseCode.SLAVE_NOT_AVAILABLE, "Message store is not available now (slave).")
+            raise SlaveNotAvailable("Message store is not available now (slave).")
         group = text(request, "producerGroup")
         table_offset = integer(request, "tranStateTableOffset")
         commit_log_offset = integer(request, "commitLogOffset")
         kind = integer(request, "commitOrRollback")
         from_check = boolean(request, "fromTransactionCheck")
         if kind not in _KINDS:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"commitOrRollback {kind} is not 0, 8 or 12")
+            raise SystemError_(f"commitOrRollback {kind} is not 0, 8 or 12")
         if kind == TRANSACTION_NOT_TYPE:
             log.info("producer %s (%s) left transaction %s unknown%s%s", group, peer.addr, request.field("msgId"),
                      " after a check" if from_check else "", f": {request.remark}" if request.remark else "")

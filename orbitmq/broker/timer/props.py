@@ -17,6 +17,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Final
 
 from orbitmq.common.properties import TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS
+from orbitmq.errors import MessageIllegal
 
 #: Set by the broker: the resolved delivery time in ms.
 TIMER_OUT_MS: Final = "TIMER_OUT_MS"
@@ -29,8 +30,11 @@ REQUEST_NAMES: Final = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
 TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
 
 
-class TimerPropertyError(ValueError):
-    """A timer property that is not a usable time; the message is the response remark."""
+class TimerPropertyError(MessageIllegal, ValueError):
+    """A timer property that is not a usable time: answered 13 MESSAGE_ILLEGAL with this remark."""
+
+    def __init__(self, remark: str) -> None:
+        super().__init__(remark)
 
 
 def has_timer(properties: Mapping[str, str]) -> bool:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from orbitmq.broker.handlers.fields import RequestError
 from orbitmq.broker.schedule import ScheduleService
 from orbitmq.broker.timer import props as tp
 from orbitmq.broker.timer.service import TimerService
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExtBrokerInner
-from orbitmq.remoting.codes import ResponseCode
+from orbitmq.errors import MessageIllegal
 
 
 class DelayRouting:
@@ -36,15 +35,12 @@ class DelayRouting:
             and tp.TIMER_DELAY_MS not in properties
         ):
             return
-        try:
-            if self.timers.rewrite(msg):
-                return
-        except tp.TimerPropertyError as exc:
-            raise RequestError(ResponseCode.MESSAGE_ILLEGAL, str(exc)) from None
+        if self.timers.rewrite(msg):  # a malformed time raises TimerPropertyError (MESSAGE_ILLEGAL)
+            return
         self.schedule.rewrite(msg)
 
 
 def refuse_waiting_batch(properties: Mapping[str, str]) -> None:
     """Batches cannot wait: a batch asking for a time is refused as RocketMQ refuses delayed batches."""
     if tp.has_timer(properties):
-        raise RequestError(ResponseCode.MESSAGE_ILLEGAL, "batch message does not support timer message")
+        raise MessageIllegal("batch message does not support timer message")
