@@ -348,7 +348,7 @@ class Broker:
             offsets=self.offsets, store=store, waiters=self.waiters, groups_changed=self._groups_changed,
             stats=self.stats, filters=self.filters,
         ).register(registry)
-        OffsetHandlers(offsets=self.offsets, store=store).register(registry)
+        OffsetHandlers(offsets=self.offsets, store=store, topics=self.topics).register(registry)
         QueryHandlers(live=self.live, store=store).register(registry)
         self._client_handlers = ClientHandlers(
             broker_name=config.broker_name, topics=self.topics, groups=self.groups, consumers=self.consumers,

@@ -126,8 +126,10 @@ class ConsumerFilterTable:
                 refused = self.refusal(kind, expression)
                 if refused is not None:
                     code, remark = refused
-                    raise BrokerError.for_code(code, f"subscription of {consumer.get('groupName')} to {sub.get('topic')}: "
-                                             f"{remark}")
+                    raise BrokerError.for_code(
+                        code, f"subscription of {consumer.get('groupName')} to {sub.get('topic')}: "
+                        f"{remark}"
+                    )
 
     # --- filters -----------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
 """Topic and group names, system names and permission bits (protocol reference §3.9, §5.9, §6.2, §6.3).
 
 Validation functions return RocketMQ's own remark texts, because Java tools
-and tests show them to people and some match on them. Broker-side topic
-checks (`validate_topic`) use the broker's wording, answered with code 1
-SYSTEM_ERROR; client-side checks (`check_topic`, `check_group`) use the Java
+and tests show them to people and some match on them. Broker-side checks
+(`validate_topic`, `validate_group`) use the broker's wording, answered with
+code 1 SYSTEM_ERROR at every broker entry point that takes a name; client-side checks (`check_topic`, `check_group`) use the Java
 client's wording and raise `MessageValidationError`.
 """
 
@@ -100,6 +100,21 @@ def validate_topic(topic: str | None) -> str | None:
         return f"The specified topic contains illegal characters, allowing only {VALID_PATTERN_STR}"
     if len(topic) > TOPIC_MAX_LENGTH:
         return "The specified topic is longer than topic max length."
+    return None
+
+
+def validate_group(group: str | None) -> str | None:
+    """The broker's group check: None when valid, else the remark to answer with code 1.
+
+    The same rules as topics (RocketMQ's `isTopicOrGroupIllegal`), with the
+    group length limit.
+    """
+    if group is None or not group.strip():
+        return "the specified group is blank"
+    if not is_name_legal(group):
+        return f"the specified group[{group}] contains illegal characters, allowing only {VALID_PATTERN_STR}"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"the specified group is longer than group max length {GROUP_MAX_LENGTH}."
     return None
 
 

@@ -72,6 +72,8 @@ async def test_consumer_offsets_survive_a_broker_process_restart(tmp_path: Path)
     broker = start_broker(store)
     try:
         async with RemotingClient() as client:
+            topic = {"topic": "T", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}
+            assert (await request(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, topic)).code == 0
             fields = {"consumerGroup": "CG", "topic": "T", "queueId": "1", "commitOffset": "17"}
             assert (await request(client, broker.addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)).code == 0
     finally:

@@ -217,6 +217,7 @@ async def test_with_auto_creation_off_unknown_topics_and_groups_are_refused(tmp_
 async def test_consumer_offsets_survive_a_restart(tmp_path: Path, client: RemotingClient) -> None:
     config = make_config(tmp_path)
     async with Broker(config) as b:
+        await create_topic(client, b.broker_addr, "T")
         fields = {"consumerGroup": "CG", "topic": "T", "queueId": "2", "commitOffset": "42"}
         r = await request(client, b.broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         assert r.code == ResponseCode.SUCCESS

@@ -16,6 +16,7 @@ from orbitmq.broker.handlers.fields import (
     integer,
     optional_text,
     text,
+    topic_field,
 )
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.putstats import topic_put_stats
@@ -72,10 +73,7 @@ class AdminHandlers:
     # --- topics -------------------------------------------------------------------
 
     async def create_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = text(request, "topic")
-        problem = names.validate_topic(topic)
-        if problem:
-            raise SystemError_(problem)
+        topic = topic_field(request)
         if names.is_system_topic(topic) or topic == self.live.value.broker_cluster_name:
             raise SystemError_(names.system_topic_conflict_remark(topic))
         read = integer(request, "readQueueNums")
@@ -100,7 +98,7 @@ class AdminHandlers:
         return request.response(ResponseCode.SUCCESS)
 
     async def delete_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = text(request, "topic")
+        topic = topic_field(request)
         if names.is_system_topic(topic):
             raise SystemError_(f"The topic[{topic}] is a system topic and cannot be deleted.")
         if self.topics.delete(topic):
@@ -126,7 +124,7 @@ class AdminHandlers:
         return request.response(body=jsonbody.dumps({"topicList": sorted(system), "brokerAddr": config.broker_addr}))
 
     async def topic_stats(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = text(request, "topic")
+        topic = topic_field(request)
         config = self.topics.get(topic)
         if config is None:
             return request.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")

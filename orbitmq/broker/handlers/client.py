@@ -14,7 +14,17 @@ from collections.abc import Callable
 from typing import Any
 
 from orbitmq.broker.consumers import ClientChannel, ConsumerRegistry, Subscription
-from orbitmq.broker.handlers.fields import Registry, optional_text, text
+from orbitmq.broker.handlers.fields import (
+    Registry,
+    group_field,
+    json_object,
+    legal_group,
+    legal_topic,
+    objects_in,
+    optional_group_field,
+    string_in,
+    text,
+)
 from orbitmq.broker.locks import QueueKey, QueueLocks
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.sqlfilter import ConsumerFilterTable
@@ -44,24 +54,15 @@ def language_name(code: int) -> str:
         return "OTHER"
 
 
-def parse_body(request: RemotingCommand) -> Any:
-    """The request body as JSON (fastjson-tolerant); SystemError_ when absent or unreadable."""
-    body = request.body_bytes()
-    if not body:
-        raise SystemError_("request body is empty")
-    try:
-        return jsonbody.loads(body)
-    except ValueError as exc:
-        raise SystemError_(f"request body is not valid JSON: {exc}")
-
-
-def parse_queues(raw: Any) -> list[QueueKey]:
+def parse_queues(data: dict[str, Any], what: str) -> list[QueueKey]:
+    """`data["mqSet"]`: MessageQueue objects with a legal topic and a queue id that is an int32 >= 0."""
     queues = []
-    for item in raw or ():
-        try:
-            queues.append(QueueKey(str(item["topic"]), str(item["brokerName"]), int(item["queueId"])))
-        except (KeyError, TypeError, ValueError):
-            raise SystemError_(f"bad MessageQueue in mqSet: {item!r}")
+    for item in objects_in(data, "mqSet", what):
+        queue_id = item.get("queueId")
+        if isinstance(queue_id, bool) or not isinstance(queue_id, int) or not 0 <= queue_id <= 0x7FFFFFFF:
+            raise SystemError_(f"bad MessageQueue in {what}.mqSet: queueId must be an integer 0..2^31-1")
+        broker = string_in(item, "brokerName", what)
+        queues.append(QueueKey(legal_topic(string_in(item, "topic", what)), broker, queue_id))
     return queues
 
 
@@ -169,18 +170,28 @@ class ClientHandlers:
     # --- handlers -----------------------------------------------------------------
 
     async def heart_beat(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        data = parse_body(request)
-        if not isinstance(data, dict):
-            raise SystemError_("heartbeat body is not a JSON object")
-        client_id = str(data.get("clientID") or "")
+        data = json_object(request, "heartbeat")
+        client_id = string_in(data, "clientID", "heartbeat")
         if not client_id:
             raise SystemError_("heartbeat without clientID")
+        consumers = objects_in(data, "consumerDataSet", "heartbeat")
+        producers = objects_in(data, "producerDataSet", "heartbeat")
+        # Every name is checked before anything is registered or created: a bad
+        # heartbeat changes nothing.
+        for consumer in consumers:
+            if consumer.get("groupName"):
+                legal_group(string_in(consumer, "groupName", "heartbeat.consumerDataSet"))
+            for sub in objects_in(consumer, "subscriptionDataSet", "heartbeat.consumerDataSet"):
+                legal_topic(string_in(sub, "topic", "heartbeat.consumerDataSet.subscriptionDataSet"))
+        for producer in producers:
+            if producer.get("groupName"):
+                legal_group(string_in(producer, "groupName", "heartbeat.producerDataSet"))
         self.filters.check_heartbeat(data)
         now = self.clock_ms()
         channel = ClientChannel(peer, client_id, language_name(request.language), request.version, now)
         topics_created = False
-        for consumer in data.get("consumerDataSet") or ():
-            group = str(consumer.get("groupName") or "")
+        for consumer in consumers:
+            group = string_in(consumer, "groupName", "heartbeat.consumerDataSet")
             if not group:
                 continue
             known = group in self.groups
@@ -195,21 +206,21 @@ class ClientHandlers:
                         topics_created = True
             try:
                 subscriptions = [Subscription.from_json(s) for s in consumer.get("subscriptionDataSet") or ()]
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise SystemError_(f"bad subscription in heartbeat: {exc}")
             self.filters.register(group, subscriptions)
             changed = self.consumers.register(
                 group,
                 channel,
-                consume_type=str(consumer.get("consumeType") or "CONSUME_PASSIVELY"),
-                message_model=str(consumer.get("messageModel") or "CLUSTERING"),
-                consume_from_where=str(consumer.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
+                consume_type=string_in(consumer, "consumeType", "heartbeat") or "CONSUME_PASSIVELY",
+                message_model=string_in(consumer, "messageModel", "heartbeat") or "CLUSTERING",
+                consume_from_where=string_in(consumer, "consumeFromWhere", "heartbeat") or "CONSUME_FROM_LAST_OFFSET",
                 subscriptions=subscriptions,
             )
             if changed:
                 self.notifier.group_changed(group)
-        for producer in data.get("producerDataSet") or ():
-            group = str(producer.get("groupName") or "")
+        for producer in producers:
+            group = string_in(producer, "groupName", "heartbeat.producerDataSet")
             if group:
                 self.producers.register(group, channel)
         if topics_created:
@@ -218,8 +229,8 @@ class ClientHandlers:
 
     async def unregister_client(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         text(request, "clientID")
-        producer_group = optional_text(request, "producerGroup")
-        consumer_group = optional_text(request, "consumerGroup")
+        producer_group = optional_group_field(request, "producerGroup")
+        consumer_group = optional_group_field(request, "consumerGroup")
         if producer_group:
             self.producers.unregister(producer_group, peer.id)
         if consumer_group and self.consumers.unregister(consumer_group, peer.id):
@@ -228,12 +239,13 @@ class ClientHandlers:
 
     async def check_client_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         """A Java push consumer asks before it starts whether the broker can run its filter."""
-        data = parse_body(request)
-        subscription = data.get("subscriptionData") if isinstance(data, dict) else None
+        data = json_object(request, "check client config")
+        subscription = data.get("subscriptionData")
         if not isinstance(subscription, dict):
-            raise SystemError_("check client config body has no subscriptionData")
+            raise SystemError_("check client config body has no subscriptionData object")
+        what = "check client config.subscriptionData"
         refused = self.filters.refusal(
-            str(subscription.get("expressionType") or "TAG"), str(subscription.get("subString") or "")
+            string_in(subscription, "expressionType", what) or "TAG", string_in(subscription, "subString", what)
         )
         if refused is not None:
             return request.response(*refused)
@@ -242,7 +254,7 @@ class ClientHandlers:
     async def forward_to_consumer(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         """GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY from an admin tool: ask the
         consumer over its own connection and hand its answer back."""
-        group = text(request, "consumerGroup")
+        group = group_field(request, "consumerGroup")
         client_id = text(request, "clientId")
         client = self.consumers.find_channel(group, client_id)
         if client is None:
@@ -287,7 +299,7 @@ class ClientHandlers:
         return request.response(body=jsonbody.dumps(self.producers.table_json()))
 
     async def consumer_list(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        group = text(request, "consumerGroup")
+        group = group_field(request, "consumerGroup")
         info = self.consumers.get(group)
         if info is None or not info.channels:
             return request.response(
@@ -296,12 +308,13 @@ class ClientHandlers:
         return request.response(body=jsonbody.dumps({"consumerIdList": info.client_ids()}))
 
     async def lock_batch(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        data = parse_body(request)
-        group = str(data.get("consumerGroup") or "")
-        client_id = str(data.get("clientId") or "")
+        data = json_object(request, "lock batch")
+        group = string_in(data, "consumerGroup", "lock batch")
+        client_id = string_in(data, "clientId", "lock batch")
         if not group or not client_id:
             raise SystemError_("lock request needs consumerGroup and clientId")
-        queues = parse_queues(data.get("mqSet"))
+        legal_group(group)
+        queues = parse_queues(data, "lock batch")
         granted = self.locks.try_lock_batch(
             group, queues, client_id, self.clock_ms(), is_alive=lambda cid: self.consumers.is_alive(group, cid)
         )
@@ -309,21 +322,21 @@ class ClientHandlers:
         return request.response(body=jsonbody.dumps(body))
 
     async def unlock_batch(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        data = parse_body(request)
-        group = str(data.get("consumerGroup") or "")
-        client_id = str(data.get("clientId") or "")
-        self.locks.unlock_batch(group, parse_queues(data.get("mqSet")), client_id)
+        data = json_object(request, "unlock batch")
+        group = legal_group(string_in(data, "consumerGroup", "unlock batch"))
+        client_id = string_in(data, "clientId", "unlock batch")
+        self.locks.unlock_batch(group, parse_queues(data, "unlock batch"), client_id)
         return request.response(ResponseCode.SUCCESS)
 
     async def consumer_connections(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        group = text(request, "consumerGroup")
+        group = group_field(request, "consumerGroup")
         info = self.consumers.get(group)
         if info is None or not info.channels:
             return request.response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
         return request.response(body=jsonbody.dumps(info.connection_json()))
 
     async def producer_connections(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        group = text(request, "producerGroup")
+        group = group_field(request, "producerGroup")
         if not self.producers.channels(group):
             return request.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         return request.response(body=jsonbody.dumps(self.producers.connection_json(group)))

@@ -10,8 +10,9 @@ reaches the store and never becomes an unexplained SYSTEM_ERROR.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
+from orbitmq.common import jsonbody, names
 from orbitmq.errors import SystemError_
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -60,3 +61,128 @@ def boolean(request: RemotingCommand, name: str, default: bool = False) -> bool:
     if value is None or value == "":
         return default
     return value.lower() == "true"
+
+
+# --- names -------------------------------------------------------------------------
+#
+# Every topic or group name a request carries passes RocketMQ's rules before it is
+# looked up, created or stored: `^[%|a-zA-Z0-9_-]+$`, at most 127 characters for a
+# topic and 255 for a group (names.py). A refused name is answered SYSTEM_ERROR
+# with RocketMQ's remark, so a name such as `../x` never reaches a table, a file
+# or a path.
+
+
+def legal_topic(value: str) -> str:
+    """`value` when it is a legal topic name; else SYSTEM_ERROR with RocketMQ's remark."""
+    problem = names.validate_topic(value)
+    if problem is not None:
+        raise SystemError_(problem)
+    return value
+
+
+def legal_group(value: str) -> str:
+    """`value` when it is a legal group name; else SYSTEM_ERROR with RocketMQ's remark."""
+    problem = names.validate_group(value)
+    if problem is not None:
+        raise SystemError_(problem)
+    return value
+
+
+def topic_field(request: RemotingCommand, name: str = "topic") -> str:
+    """A required topic-name field."""
+    return legal_topic(text(request, name))
+
+
+def group_field(request: RemotingCommand, name: str) -> str:
+    """A required group-name field."""
+    return legal_group(text(request, name))
+
+
+def optional_topic_field(request: RemotingCommand, name: str = "topic") -> str | None:
+    value = optional_text(request, name)
+    return None if value is None else legal_topic(value)
+
+
+def optional_group_field(request: RemotingCommand, name: str) -> str | None:
+    value = optional_text(request, name)
+    return None if value is None else legal_group(value)
+
+
+# --- numbers with a meaning ----------------------------------------------------------
+
+#: A queue or CommitLog offset is a Java long that is never negative.
+MAX_OFFSET = (1 << 63) - 1
+
+
+def offset_value(value: int, name: str) -> int:
+    """`value` when it is an offset (0..2^63-1); else SYSTEM_ERROR naming the field."""
+    if not 0 <= value <= MAX_OFFSET:
+        raise SystemError_(f"{name} {value} is out of range, an offset is 0..{MAX_OFFSET}")
+    return value
+
+
+def queue_id_of(value: int, topic: str, queue_nums: int) -> int:
+    """`value` when the topic has that queue (0 <= id < queue_nums); else SYSTEM_ERROR."""
+    if not 0 <= value < queue_nums:
+        raise SystemError_(f"queueId[{value}] is illegal, topic[{topic}] has {queue_nums} queues")
+    return value
+
+
+# --- JSON bodies ---------------------------------------------------------------------
+#
+# A body of the wrong shape (`null`, `[]`, a string where an object belongs) is
+# answered SYSTEM_ERROR naming what was expected, as a Java broker answers a
+# body it cannot decode; it never reaches a handler as an attribute error.
+
+
+def json_body(request: RemotingCommand) -> Any:
+    """The request body as JSON (fastjson-tolerant); SYSTEM_ERROR when absent or unreadable."""
+    body = request.body_bytes()
+    if not body:
+        raise SystemError_("request body is empty")
+    try:
+        return jsonbody.loads(body)
+    except ValueError as exc:
+        raise SystemError_(f"request body is not valid JSON: {exc}") from None
+
+
+def json_object(request: RemotingCommand, what: str) -> dict[str, Any]:
+    """The request body, which must be a JSON object (`what` names it in the remark)."""
+    data = json_body(request)
+    if not isinstance(data, dict):
+        raise SystemError_(f"{what} body must be a JSON object, not {_json_kind(data)}")
+    return data
+
+
+def objects_in(data: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
+    """`data[key]`: absent or null is an empty list; else it must be a list of objects."""
+    value = data.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise SystemError_(f"{what}.{key} must be a list of JSON objects")
+    return value
+
+
+def string_in(data: dict[str, Any], key: str, what: str) -> str:
+    """`data[key]` as a string: absent or null is ""; a number is written as Java would; else refused."""
+    value = data.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, (bool, dict, list)):
+        raise SystemError_(f"{what}.{key} must be a string, not {_json_kind(value)}")
+    return str(value)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

@@ -15,19 +15,22 @@ from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry
-from orbitmq.broker.handlers.client import parse_body
 from orbitmq.broker.handlers.fields import (
     Registry,
     boolean,
+    group_field,
     integer,
+    json_object,
+    legal_group,
     optional_text,
-    text,
+    optional_topic_field,
+    topic_field,
 )
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
-from orbitmq.common import jsonbody, names
+from orbitmq.common import jsonbody
 from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
@@ -80,15 +83,13 @@ class GroupHandlers:
         server.register(RequestCode.CLONE_GROUP_OFFSET, self.clone_offsets)
 
     async def create_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        data = parse_body(request)
+        data = json_object(request, "SubscriptionGroupConfig")
+        raw_name = data.get("groupName")
+        legal_group(raw_name if isinstance(raw_name, str) else "")
         try:
             config = SubscriptionGroupConfig.from_json(data)
         except (ValueError, TypeError, AttributeError) as exc:
-            raise SystemError_(f"bad SubscriptionGroupConfig: {exc}")
-        if not names.is_name_legal(config.group_name) or len(config.group_name) > names.GROUP_MAX_LENGTH:
-            raise SystemError_(f"the specified group[{config.group_name}] contains illegal characters, "
-                f"allowing only {names.VALID_PATTERN_STR}",
-            )
+            raise SystemError_(f"bad SubscriptionGroupConfig: {exc}") from None
         if self.groups.put(config):
             self.groups_changed()
         return request.response(ResponseCode.SUCCESS)
@@ -97,7 +98,7 @@ class GroupHandlers:
         return request.response(body=jsonbody.dumps(self.groups.to_json()))
 
     async def delete_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        group = text(request, "groupName")
+        group = group_field(request, "groupName")
         if self.groups.delete(group):
             self.groups_changed()
         if boolean(request, "removeOffset"):
@@ -109,14 +110,14 @@ class GroupHandlers:
         return request.response(body=jsonbody.dumps_legacy(self.offsets.to_json()))
 
     async def consumed_by(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = text(request, "topic")
+        topic = topic_field(request)
         groups = set(self.consumers.groups_subscribing(topic)) | self.offsets.groups_of_topic(topic)
         return request.response(body=jsonbody.dumps({"groupList": sorted(groups)}))
 
     async def consume_stats(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         """ConsumeStats: per queue the broker's max offset, the group's committed offset and its time."""
-        group = text(request, "consumerGroup")
-        only = optional_text(request, "topic")
+        group = group_field(request, "consumerGroup")
+        only = optional_topic_field(request)
         topics = [only] if only else sorted(self.offsets.topics_of_group(group))
         table = jsonbody.ObjectKeyMap()
         info = self.consumers.get(group)
@@ -177,8 +178,8 @@ class GroupHandlers:
     async def consume_time_span(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         """QueryConsumeTimeSpanBody: per queue the first and last store times, the time of the
         group's last consumed message, and how long the next one has waited."""
-        topic = text(request, "topic")
-        group = text(request, "group")
+        topic = topic_field(request)
+        group = group_field(request, "group")
         config = self.topics.get(topic)
         if config is None:
             return request.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist")
@@ -207,14 +208,13 @@ class GroupHandlers:
         return request.response(body=jsonbody.dumps({"consumeTimeSpanSet": spans}))
 
     async def reset_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = text(request, "topic")
-        group = text(request, "group")
+        topic = topic_field(request)
+        group = group_field(request, "group")
         timestamp = integer(request, "timestamp")
         force = boolean(request, "isForce", True)
         config = self.topics.get(topic)
         if config is None:
-            raise SystemError_(f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
-            )
+            raise SystemError_(f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}")
         if self.groups.get(group) is None and self.consumers.get(group) is None:
             raise SystemError_(f"THe consumer group <{group}> not exist")
         broker_name = self.live.value.broker_name
@@ -261,8 +261,8 @@ class GroupHandlers:
     async def consumer_status(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         """Ask each online client of the group (or only `clientAddr`, a client id) for its queue
         offsets with GET_CONSUMER_STATUS_FROM_CLIENT; answer GetConsumerStatusBody.consumerTable."""
-        topic = text(request, "topic")
-        group = text(request, "group")
+        topic = topic_field(request)
+        group = group_field(request, "group")
         only = optional_text(request, "clientAddr")
         info = self.consumers.get(group)
         if info is None or not info.channels:
@@ -303,9 +303,9 @@ class GroupHandlers:
         Unless `offline`, topics the source group's online consumers no longer
         subscribe to are skipped, as RocketMQ does.
         """
-        source = text(request, "srcGroup")
-        dest = text(request, "destGroup")
-        only = optional_text(request, "topic")
+        source = group_field(request, "srcGroup")
+        dest = group_field(request, "destGroup")
+        only = optional_topic_field(request)
         offline = boolean(request, "offline")
         info = self.consumers.get(source)
         topics = [only] if only else sorted(self.offsets.topics_of_group(source))

@@ -4,8 +4,17 @@ GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME.
 
 from __future__ import annotations
 
-from orbitmq.broker.handlers.fields import Registry, integer, text
+from orbitmq.broker.handlers.fields import (
+    Registry,
+    group_field,
+    integer,
+    offset_value,
+    queue_id_of,
+    topic_field,
+)
 from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.topics import TopicTable
+from orbitmq.errors import TopicNotExist
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -13,9 +22,10 @@ from orbitmq.store.api import MessageStore
 
 
 class OffsetHandlers:
-    def __init__(self, *, offsets: ConsumerOffsetTable, store: MessageStore) -> None:
+    def __init__(self, *, offsets: ConsumerOffsetTable, store: MessageStore, topics: TopicTable) -> None:
         self.offsets = offsets
         self.store = store
+        self.topics = topics
 
     def register(self, server: Registry) -> None:
         server.register(RequestCode.QUERY_CONSUMER_OFFSET, self.query_consumer_offset)
@@ -31,8 +41,8 @@ class OffsetHandlers:
         RocketMQ also requires message 0 to be "in memory"; our CommitLog is
         mapped, so a queue that still starts at 0 counts as in memory.
         """
-        group = text(request, "consumerGroup")
-        topic = text(request, "topic")
+        group = group_field(request, "consumerGroup")
+        topic = topic_field(request)
         queue_id = integer(request, "queueId")
         offset = self.offsets.query(group, topic, queue_id)
         if offset is not None:
@@ -42,27 +52,33 @@ class OffsetHandlers:
         return request.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
     async def update_consumer_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        group = text(request, "consumerGroup")
-        topic = text(request, "topic")
-        queue_id = integer(request, "queueId")
-        offset = integer(request, "commitOffset")
+        """Store a group's offset: only for a topic this broker has, one of its queues, an offset >= 0."""
+        group = group_field(request, "consumerGroup")
+        topic = topic_field(request)
+        config = self.topics.get(topic)
+        if config is None:
+            raise TopicNotExist(f"Topic {topic} not exist!")
+        queue_id = queue_id_of(
+            integer(request, "queueId"), topic, max(config.read_queue_nums, config.write_queue_nums)
+        )
+        offset = offset_value(integer(request, "commitOffset"), "commitOffset")
         self.offsets.commit(group, topic, queue_id, offset)
         return request.response(ResponseCode.SUCCESS)
 
     async def max_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        offset = self.store.get_max_offset_in_queue(text(request, "topic"), integer(request, "queueId"))
+        offset = self.store.get_max_offset_in_queue(topic_field(request), integer(request, "queueId"))
         return request.response(ext_fields={"offset": str(offset)})
 
     async def min_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        offset = self.store.get_min_offset_in_queue(text(request, "topic"), integer(request, "queueId"))
+        offset = self.store.get_min_offset_in_queue(topic_field(request), integer(request, "queueId"))
         return request.response(ext_fields={"offset": str(offset)})
 
     async def search_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         offset = self.store.get_offset_in_queue_by_time(
-            text(request, "topic"), integer(request, "queueId"), integer(request, "timestamp")
+            topic_field(request), integer(request, "queueId"), integer(request, "timestamp")
         )
         return request.response(ext_fields={"offset": str(offset)})
 
     async def earliest_time(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        timestamp = self.store.get_earliest_message_time(text(request, "topic"), integer(request, "queueId"))
+        timestamp = self.store.get_earliest_message_time(topic_field(request), integer(request, "queueId"))
         return request.response(ext_fields={"timestamp": str(timestamp)})

@@ -18,7 +18,14 @@ from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry, Subscription
-from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
+from orbitmq.broker.handlers.fields import (
+    MAX_OFFSET,
+    Registry,
+    group_field,
+    integer,
+    optional_text,
+    topic_field,
+)
 from orbitmq.broker.handlers.query import release_after_write
 from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.offsets import ConsumerOffsetTable
@@ -144,21 +151,22 @@ class PullHandler:
         if subscription is None:
             raise SubscriptionNotExist(f"the consumer's subscription not exist, {topic}")
         if subscription.sub_version < sub_version:
-            raise SubscriptionNotLatest(f"the consumer's subscription not latest, {subscription.sub_version} < {sub_version}",
+            raise SubscriptionNotLatest(
+                f"the consumer's subscription not latest, {subscription.sub_version} < {sub_version}"
             )
         return subscription
 
     async def pull(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         config = self.live.value
-        group = text(request, "consumerGroup")
-        topic = text(request, "topic")
+        # Names are checked first: a pull must never auto-create a group such as `../g`.
+        group = group_field(request, "consumerGroup")
+        topic = topic_field(request)
         queue_id = integer(request, "queueId")
         offset = integer(request, "queueOffset")
         max_nums = integer(request, "maxMsgNums")
         sys_flag = integer(request, "sysFlag", 0)
         if not config.broker_permission & PERM_READ:
-            raise NoPermission(f"the broker[{config.advertised_ip}] pulling message is forbidden"
-            )
+            raise NoPermission(f"the broker[{config.advertised_ip}] pulling message is forbidden")
         known = group in self.groups
         group_config = self.groups.find_or_create(group)
         if group_config is None:
@@ -173,8 +181,9 @@ class PullHandler:
         if not topic_config.readable:
             raise NoPermission(f"the topic[{topic}] pulling message is forbidden")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
-            raise SystemError_(f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                f"[{topic_config.read_queue_nums}] consumer:[{peer.addr}]",
+            raise SystemError_(
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config.read_queue_nums}] consumer:[{peer.addr}]"
             )
         if max_nums <= 0:
             raise SystemError_(f"maxMsgNums {max_nums} must be positive")
@@ -182,7 +191,7 @@ class PullHandler:
 
         if sys_flag & FLAG_COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
             commit_offset = integer(request, "commitOffset", -1)
-            if commit_offset >= 0:
+            if 0 <= commit_offset <= MAX_OFFSET:
                 self.offsets.commit(group, topic, queue_id, commit_offset)
 
         result = self.store.get_message(group, topic, queue_id, offset, max_nums, message_filter)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, boolean, integer, text
+from orbitmq.broker.handlers.fields import Registry, boolean, integer, text, topic_field
 from orbitmq.common.names import UNIQUE_KEY_QUERY
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -32,7 +32,7 @@ class QueryHandlers:
         server.register(RequestCode.VIEW_MESSAGE_BY_ID, self.view_message)
 
     async def query_message(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        topic = text(request, "topic")
+        topic = topic_field(request)
         key = text(request, "key")
         max_num = integer(request, "maxNum")
         if boolean(request, UNIQUE_KEY_QUERY):

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
+from orbitmq.broker.handlers.fields import Registry, integer, optional_text, topic_field
 from orbitmq.broker.handlers.send import long_form, status_response
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.topics import PERM_WRITE, TopicTable
@@ -61,13 +61,9 @@ class ReplyHandlers:
 
     def _reply_message(self, request: RemotingCommand, peer: Peer) -> MessageExtBrokerInner:
         config = self.live.value
-        topic = text(request, "topic")
+        topic = topic_field(request)
         if not config.broker_permission & PERM_WRITE:
-            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden"
-            )
-        problem = names.validate_topic(topic)
-        if problem:
-            raise SystemError_(problem)
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden")
         topic_config = self.topics.get(topic)
         if topic_config is None:
             raise TopicNotExist(f"topic[{topic}] not exist, apply first please!")
@@ -78,7 +74,8 @@ class ReplyHandlers:
             queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
         body = request.body_bytes()
         if len(body) > config.store.max_message_size:
-            raise MessageIllegal(f"message body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
+            raise MessageIllegal(
+                f"message body size {len(body)} exceeds the limit {config.store.max_message_size} bytes"
             )
         properties = mc.decode_properties(optional_text(request, "properties") or "")
         properties[mc.CLUSTER] = config.broker_cluster_name

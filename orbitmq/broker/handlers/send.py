@@ -228,8 +228,7 @@ class SendHandlers:
 
     def _refuse_on_slave(self) -> None:
         if self.live.value.store.broker_role is BrokerRole.SLAVE:
-            raise ServiceNotAvailable("this broker is a slave and takes no messages; send to its master"
-            )
+            raise ServiceNotAvailable("this broker is a slave and takes no messages; send to its master")
 
     async def _replicated(self, result: PutMessageResult, wait: str | None) -> PutMessageResult:
         """SYNC_MASTER: a stored put with WAIT not false is answered once the slave has its bytes."""
@@ -247,8 +246,7 @@ class SendHandlers:
         """`_check_topic` for fields already read (from either key form)."""
         config = self.live.value
         if not config.broker_permission & PERM_WRITE:
-            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden"
-            )
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden")
         topic_config = self.topics.get(topic)
         if topic_config is None:
             # Names in the table were validated when they entered it; only new ones need the check.
@@ -264,7 +262,8 @@ class SendHandlers:
         queue_id = _int_field(raw_queue_id, "queueId")
         valid = max(topic_config.write_queue_nums, topic_config.read_queue_nums)
         if queue_id >= valid:
-            raise SystemError_(f"request queueId[{queue_id}] is illegal, {topic_config} Producer: {long_form(request).field('producerGroup')}",
+            raise SystemError_(
+                f"request queueId[{queue_id}] is illegal, {topic_config} Producer: {long_form(request).field('producerGroup')}"
             )
         if queue_id < 0:
             queue_id = random.randrange(max(topic_config.write_queue_nums, 1))
@@ -281,8 +280,7 @@ class SendHandlers:
             queue_nums = integer(request, "defaultTopicQueueNums", 4)
             created = self.topics.create_in_send(topic, default_topic, queue_nums, integer(request, "topicSysFlag", 0))
         if created is None:
-            raise TopicNotExist(f"topic[{topic}] not exist, apply first please!",
-            )
+            raise TopicNotExist(f"topic[{topic}] not exist, apply first please!")
         self.topics_changed()
         return created
 
@@ -299,8 +297,9 @@ class SendHandlers:
         waited_ms = (self.monotonic() - started) * 1000
         limit = self.live.value.wait_time_mills_in_send_queue
         if waited_ms > limit:
-            raise SystemBusy(f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
-                f"period in queue: {int(waited_ms)}ms, size of queue: 0",
+            raise SystemBusy(
+                f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+                f"period in queue: {int(waited_ms)}ms, size of queue: 0"
             )
 
     # --- single message -------------------------------------------------------------
@@ -322,16 +321,14 @@ class SendHandlers:
         body = request.body_bytes()
         max_body = config.store.max_message_size
         if len(body) > max_body:
-            raise MessageIllegal(f"message body size {len(body)} exceeds the limit {max_body} bytes"
-            )
+            raise MessageIllegal(f"message body size {len(body)} exceeds the limit {max_body} bytes")
         properties = mc.decode_properties(properties_text) if properties_text else {}
         reconsume_times = _int_field(raw_reconsume, "reconsumeTimes", 0)
         sys_flag = _int_field(raw_sys_flag, "sysFlag", 0)
         if topic_config.topic_filter_type == MULTI_TAG:
             sys_flag |= MULTI_TAGS_FLAG
         if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED and config.reject_transaction_message:
-            raise NoPermission(f"the broker[{config.advertised_ip}] sending transaction message is forbidden",
-            )
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending transaction message is forbidden")
         if topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
             topic, queue_id = self._retry_or_dlq(long_form(request), topic, queue_id, reconsume_times, properties)
         wait = properties.pop(mc.WAIT_STORE_MSG_OK, None)
@@ -358,8 +355,7 @@ class SendHandlers:
         if len(msg.properties_string) * 4 > mc.MAX_PROPERTIES_BYTES:
             size = len(msg.properties_string.encode())
             if size > mc.MAX_PROPERTIES_BYTES:
-                raise MessageIllegal(f"message properties length {size} exceeds the limit 32767 bytes"
-                )
+                raise MessageIllegal(f"message properties length {size} exceeds the limit 32767 bytes")
         if wait is not None:
             # The stored copy drops WAIT (as 4.9.7 does), but the store still honours its value.
             msg.properties[mc.WAIT_STORE_MSG_OK] = wait
@@ -405,8 +401,7 @@ class SendHandlers:
         group_name = topic[len(names.RETRY_GROUP_TOPIC_PREFIX) :]
         group = self._group(group_name)
         if group is None:
-            raise SubscriptionGroupNotExist(f"subscription group not exist, {group_name}",
-            )
+            raise SubscriptionGroupNotExist(f"subscription group not exist, {group_name}")
         max_times = group.retry_max_times
         if request.version >= 121 and request.field("maxReconsumeTimes"):
             max_times = integer(request, "maxReconsumeTimes")
@@ -436,8 +431,7 @@ class SendHandlers:
         long_form(request)
         topic_name = text(request, "topic")
         if len(topic_name) > names.TOPIC_MAX_LENGTH:
-            raise MessageIllegal(f"message topic length too long {len(topic_name)}, max: {names.TOPIC_MAX_LENGTH}",
-            )
+            raise MessageIllegal(f"message topic length too long {len(topic_name)}, max: {names.TOPIC_MAX_LENGTH}")
         if names.is_retry_topic(topic_name):
             raise MessageIllegal(f"batch request does not support retry group {topic_name}")
         self._refuse_on_slave()
@@ -447,8 +441,7 @@ class SendHandlers:
         if not body:
             raise MessageIllegal("batch body is empty")
         if len(body) > config.store.max_message_size:
-            raise MessageIllegal(f"batch body size {len(body)} exceeds the limit {config.store.max_message_size} bytes",
-            )
+            raise MessageIllegal(f"batch body size {len(body)} exceeds the limit {config.store.max_message_size} bytes")
         sys_flag = integer(request, "sysFlag", 0)
         if sys_flag & TRANSACTION_TYPE_MASK:
             raise MessageIllegal("batch message does not support transaction")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from orbitmq.broker import retry
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, integer, text
+from orbitmq.broker.handlers.fields import Registry, group_field, integer
 from orbitmq.broker.handlers.send import status_response
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
@@ -62,18 +62,16 @@ class SendBackHandler:
     async def send_back(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         config = self.live.value
         offset = integer(request, "offset")
-        group_name = text(request, "group")
+        group_name = group_field(request, "group")
         delay_level = integer(request, "delayLevel", 0)
         known = group_name in self.groups
         group = self.groups.find_or_create(group_name)
         if group is None:
-            raise SubscriptionGroupNotExist(f"subscription group not exist, {group_name}"
-            )
+            raise SubscriptionGroupNotExist(f"subscription group not exist, {group_name}")
         if not known:
             self.groups_changed()
         if not config.broker_permission & PERM_WRITE:
-            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden"
-            )
+            raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden")
         if group.retry_queue_nums <= 0:
             return request.response(ResponseCode.SUCCESS)
         self._ensure_topic(retry.RetryTarget(names.retry_topic(group_name), group.retry_queue_nums, 0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, boolean, integer, text
+from orbitmq.broker.handlers.fields import Registry, boolean, group_field, integer
 from orbitmq.broker.transaction import TransactionService
 from orbitmq.common.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.errors import SlaveNotAvailable, SystemError_
@@ -34,7 +34,7 @@ class TransactionHandlers:
     async def end_transaction(self, request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
         if self.live.value.broker_id != 0:
             raise SlaveNotAvailable("Message store is not available now (slave).")
-        group = text(request, "producerGroup")
+        group = group_field(request, "producerGroup")
         table_offset = integer(request, "tranStateTableOffset")
         commit_log_offset = integer(request, "commitLogOffset")
         kind = integer(request, "commitOrRollback")
