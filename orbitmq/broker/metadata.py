@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.common import jsonbody
 from orbitmq.store.config_file import load_with_backup, write_atomically
 
@@ -39,6 +40,7 @@ class _FileWriter:
         self.table = table
         self.after_write = after_write
         self.dirty = False
+        self.health = WriteHealth(path)
         self.task: asyncio.Task[None] | None = None
 
     def mark(self) -> None:
@@ -52,9 +54,10 @@ class _FileWriter:
             data = jsonbody.dumps_pretty(self.table.to_json())
             try:
                 await asyncio.to_thread(write_atomically, self.path, data)
-            except OSError:
-                log.exception("could not write %s", self.path)
+            except OSError as exc:
+                self.health.failed(exc)  # logged once until a write succeeds again
                 return
+            self.health.succeeded()
             if self.after_write is not None:
                 self.after_write()
 

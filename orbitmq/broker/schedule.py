@@ -31,6 +31,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.common import jsonbody, names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
@@ -198,6 +199,8 @@ class ScheduleService:
         self.store = store
         self.levels_ms = tuple(levels_ms)
         self.table = DelayOffsetTable(os.path.join(config_dir, DELAY_OFFSET_FILE))
+        #: Whether delay offset writes fail (full disk): logged once per change of state.
+        self.offsets_health = WriteHealth(self.table.path)
         self.store_host = store_host
         self.flush_interval_ms = flush_interval_ms
         self.clock_ms = clock_ms
@@ -246,8 +249,10 @@ class ScheduleService:
             await asyncio.sleep(self.flush_interval_ms / 1000)
             try:
                 await self._flush()
-            except OSError:  # a full or broken disk must not stop delivery; the next round retries
-                log.exception("could not write %s", self.table.path)
+            except OSError as exc:  # a full or broken disk must not stop delivery; the next round retries
+                self.offsets_health.failed(exc)
+            else:
+                self.offsets_health.succeeded()
 
     async def _flush(self) -> None:
         # One write at a time: a write left running by a cancelled flush task is

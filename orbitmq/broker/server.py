@@ -33,6 +33,7 @@ from orbitmq.broker.acl.handlers import AclHandlers
 from orbitmq.broker.acl.validator import AclValidator
 from orbitmq.broker.config import BrokerConfig, LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry
+from orbitmq.broker.diskstate import DISK_FULL_REMARK, WriteHealth, is_disk_full
 from orbitmq.broker.ha import Replication
 from orbitmq.broker.ha.metasync import MetadataSync, register_delay_offset
 from orbitmq.broker.handlers.admin import AdminHandlers
@@ -62,7 +63,7 @@ from orbitmq.broker.topics import TopicTable
 from orbitmq.broker.transaction import TransactionService
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import decode_record
-from orbitmq.errors import ConfigError, OrbitMQError
+from orbitmq.errors import ConfigError, DiskFull, OrbitMQError, StoreError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -110,15 +111,24 @@ class _StoredMessages:
 class _TrackingRegistry:
     """Registers handlers on the server wrapped so the broker can refuse new work and
     wait for in-flight requests when it shuts down, and (aclEnable) so that every
-    request passes the ACL check before its handler runs. Handlers are also served
+    request passes the ACL check before its handler runs. A handler failing because
+    the disk is full is answered 14 SERVICE_NOT_AVAILABLE "disk full" from the first
+    failure on, logged once per change of state (diskstate.py); every other error
+    becomes an answer in the connection (remoting/connection.py). Handlers are also served
     on the VIP channel (`fast`), all but PULL_MESSAGE, as RocketMQ does."""
 
     def __init__(
-        self, server: RemotingServer, fast: RemotingServer | None = None, acl: AclValidator | None = None
+        self,
+        server: RemotingServer,
+        fast: RemotingServer | None = None,
+        acl: AclValidator | None = None,
+        store_health: WriteHealth | None = None,
     ) -> None:
         self.server = server
         self.fast = fast
         self.acl = acl
+        #: A handler whose store write fails for lack of space answers 14 "disk full", logged once.
+        self.store_health = store_health or WriteHealth("message store")
         self.closing = False
         self.in_flight = 0
         self._idle = asyncio.Event()
@@ -144,6 +154,11 @@ class _TrackingRegistry:
                     assert self.acl is not None
                     response = self.acl.screen(request, response, grant)
                 return response
+            except (StoreError, OSError) as exc:
+                if not is_disk_full(exc):
+                    raise  # a defect: answered and logged by the connection's error boundary
+                self.store_health.failed(exc)
+                raise DiskFull(DISK_FULL_REMARK) from None
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:
@@ -189,6 +204,8 @@ class Broker:
         self.waiters = PullWaiters()
         #: Bounds the puts in flight; sends that wait here too long answer SYSTEM_BUSY.
         self.send_gate = SendGate()
+        #: Whether store writes fail (full disk): one log line per change of state.
+        self.store_health = WriteHealth("message store")
         self.stats = BrokerStats(self.clock_ms)
         self.metadata = MetadataFiles(
             config.store.config_dir, topics=self.topics, groups=self.groups, offsets=self.offsets
@@ -293,7 +310,7 @@ class Broker:
         fast_port = config.fast_port
         if fast_port is not None:
             self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls)
-        registry = _TrackingRegistry(server, self.fast_server, self.acl)
+        registry = _TrackingRegistry(server, self.fast_server, self.acl, self.store_health)
         self._registry = registry
         self._wire_handlers(registry, store)
         host, port = await server.start()
@@ -334,7 +351,7 @@ class Broker:
         SendHandlers(
             live=self.live, topics=self.topics, groups=self.groups, store=store,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
-            gate=self.send_gate, before_put=self._delay_routing(),
+            gate=self.send_gate, before_put=self._delay_routing(), store_health=self.store_health,
             replica_wait=self.replication.wait_for_slave if self.replication and self.replication.sync_master else None,
         ).register(registry)
         register_delay_offset(registry, lambda: self.schedule)

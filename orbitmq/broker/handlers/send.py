@@ -24,6 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
@@ -200,7 +201,10 @@ class SendHandlers:
         monotonic: Callable[[], float] = time.monotonic,
         before_put: Callable[[MessageExtBrokerInner], None] | None = None,
         replica_wait: Callable[[int], Awaitable[PutMessageStatus]] | None = None,
+        store_health: WriteHealth | None = None,
     ) -> None:
+        #: Told when a put succeeds, so that the end of a full-disk episode is logged.
+        self.store_health = store_health or WriteHealth("message store")
         #: SYNC_MASTER: waits until the slave holds the CommitLog up to the given end offset.
         self.replica_wait = replica_wait
         #: Rewrites a message that must wait (delay level, timer) before it is stored; may raise a BrokerError.
@@ -372,6 +376,8 @@ class SendHandlers:
         ar = result.append_result
         if result.status is PutMessageStatus.PUT_OK and ar is not None:
             # The hot path: no status table, the response built in one go.
+            if self.store_health.failing:
+                self.store_health.succeeded()
             if self.stats is not None:
                 self.stats.record_put(1)
             return RemotingCommand(
@@ -471,6 +477,8 @@ class SendHandlers:
             result = await self._replicated(result, properties.get(mc.WAIT_STORE_MSG_OK))
         response = status_response(request, result, config.store.max_message_size)
         if result.is_ok and result.append_result is not None:
+            if self.store_health.failing:
+                self.store_health.succeeded()
             ar = result.append_result
             ids = ",".join(ar.msg_ids) if ar.msg_ids else ar.msg_id
             response.ext_fields = self._response_fields(ids, queue_id, ar.logics_offset)

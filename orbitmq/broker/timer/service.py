@@ -28,6 +28,7 @@ import os
 import time
 from collections.abc import Callable
 
+from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.broker.schedule import is_delayable, restored_message
 from orbitmq.broker.timer import props as tp
 from orbitmq.broker.timer.index import TimerCheckpoint, TimerEntry, TimerIndex
@@ -70,6 +71,8 @@ class TimerService:
     ) -> None:
         self.store = store
         self.path = os.path.join(config_dir, CHECKPOINT_FILE)
+        #: Whether checkpoint writes fail (full disk): logged once per change of state.
+        self.checkpoint_health = WriteHealth(f"timer checkpoint {self.path}")
         self.store_host = store_host
         self.max_delay_ms = max_delay_ms
         #: A timer waiting longer than this is stored again, so that CommitLog retention
@@ -312,10 +315,18 @@ class TimerService:
     async def _save_loop(self) -> None:
         while True:
             await asyncio.sleep(self.flush_interval_ms / 1000)
-            try:
-                await self._save()
-            except OSError:  # a full disk must not stop delivery; the next round tries again
-                log.exception("could not write %s", self.path)
+            await self.save_once()
+
+    async def save_once(self) -> None:
+        """One periodic checkpoint save. A failing write (a full disk) must not stop delivery:
+        the next round tries again, and only the start and the end of a run of failures
+        are logged."""
+        try:
+            await self._save()
+        except OSError as exc:
+            self.checkpoint_health.failed(exc)
+        else:
+            self.checkpoint_health.succeeded()
 
     async def _save(self) -> None:
         # One write at a time, even when a cancelled save left its thread running.
