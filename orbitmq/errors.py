@@ -102,6 +102,10 @@ class BrokerError(OrbitMQError):
         if code is not None:
             BrokerError._by_code.setdefault(code, cls)
 
+    def __reduce__(self) -> tuple[object, tuple[type[BrokerError], str, int]]:
+        # Pickled (e.g. across processes) as class, remark and code, not as the formatted message.
+        return _rebuild_broker_error, (type(self), self.remark, self.code)
+
     @classmethod
     def for_code(cls, code: int, remark: str | None = None) -> BrokerError:
         """The most specific error class for a RocketMQ response code, built with `remark`."""
@@ -114,6 +118,10 @@ class BrokerError(OrbitMQError):
 
 
 _SYSTEM_ERROR = 1
+
+
+def _rebuild_broker_error(cls: type[BrokerError], remark: str, code: int) -> BrokerError:
+    return cls(remark, code=code)
 
 
 class SystemError_(BrokerError):

@@ -25,7 +25,6 @@ from orbitmq.errors import DiskFull, StoreError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from orbitmq.store.api import PutMessageResult
-from orbitmq.store.config import StoreConfig
 from orbitmq.store.store import DefaultMessageStore
 from tests.broker.helpers import send_v2
 from tests.broker.test_messaging import create_topic, make_config
@@ -62,24 +61,8 @@ class FillableStore(DefaultMessageStore):
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    def factory(config: StoreConfig) -> FillableStore:
-        return FillableStore(config)
-
-    b = Broker(make_config(tmp_path), store_factory=factory)
-    await b.start()
-    try:
+    async with Broker(make_config(tmp_path), store_factory=FillableStore) as b:
         yield b
-    finally:
-        await b.close()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def broker_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -5,7 +5,6 @@ with RocketMQ's code and a clear remark, and nothing of them is ever stored."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +17,11 @@ from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import UNEXPECTED_ERROR_REMARK
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import FLAG_COMMIT, FLAG_SUBSCRIPTION, heartbeat_body, pull, request, send_v2
-from tests.broker.test_messaging import create_topic, make_config
+from tests.broker.test_messaging import create_topic
 
 pytestmark = pytest.mark.timeout(60)
 
 ILLEGAL_NAMES = ["../x", "a\0b", "/abs/dir", "a.b", "x" * 300]
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    b = Broker(make_config(tmp_path))
-    await b.start()
-    try:
-        yield b
-    finally:
-        await b.close()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def assert_clear_refusal(response: RemotingCommand, code: int = ResponseCode.SYSTEM_ERROR) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -47,25 +46,6 @@ def make_config(tmp_path: Path, **extra: str) -> BrokerConfig:
     }
     values.update(extra)
     return BrokerConfig.from_properties(values)
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
-    b = Broker(make_config(tmp_path, enablePropertyFilter="true"))
-    await b.start()
-    try:
-        yield b
-    finally:
-        await b.close()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 4, perm: int = 6) -> None:

@@ -4,6 +4,7 @@ attempt itself is replaced by a fake that fails as told."""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -64,6 +65,9 @@ def test_every_code_the_producer_retries_has_a_retriable_class_and_no_other_code
     assert BrokerError.for_code(2, "busy").remark == "busy"
     assert BrokerError.for_code(399).code == 399 and type(BrokerError.for_code(399)) is BrokerError
     assert SystemBusy("x").code == 2 and MessageIllegal("y").code == 13
+    for error in (BrokerError.for_code(2, "busy"), BrokerError.for_code(399, "odd")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert (type(copy), copy.code, copy.remark, str(copy)) == (type(error), error.code, error.remark, str(error))
 
 
 @pytest.mark.parametrize("code", sorted(PRODUCER_RETRY_CODES))

@@ -1,0 +1,24 @@
+"""Fixtures of the broker tests: a broker in this process and a raw remoting client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from orbitmq.broker.server import Broker
+from orbitmq.remoting.transport import RemotingClient
+from tests.broker.test_messaging import make_config
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
+    async with Broker(make_config(tmp_path, enablePropertyFilter="true")) as b:
+        yield b
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    async with RemotingClient() as c:
+        yield c
