@@ -79,6 +79,13 @@ async def test_a_json_body_that_is_not_an_object_is_refused_with_a_clear_remark(
                                      "mqSet": [{"topic": "T", "brokerName": "b", "queueId": -1}]}),
         (RequestCode.UNLOCK_BATCH_MQ, {"consumerGroup": {}, "clientId": "c", "mqSet": []}),
         (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {"groupName": ["G"]}),
+        (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {"groupName": "G", "retryQueueNums": "abc"}),
+        (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {"groupName": "G", "retryQueueNums": 10**9}),
+        (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {"groupName": "G", "retryMaxTimes": 2**40}),
+        (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {"groupName": "G", "brokerId": [0]}),
+        *((RequestCode.HEART_BEAT, {"clientID": "c", "consumerDataSet": [
+            {"groupName": "G", "subscriptionDataSet": [{"topic": "T", **sub}]}]})
+          for sub in ({"subVersion": "abc"}, {"codeSet": ["x"]}, {"codeSet": 5}, {"tagsSet": 5}, {"tagsSet": [{}]})),
     ],
 )
 async def test_json_fields_of_the_wrong_shape_are_refused_with_a_clear_remark(

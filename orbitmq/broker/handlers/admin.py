@@ -192,7 +192,9 @@ class AdminHandlers:
         try:
             props = parse_properties(body.decode("utf-8"))
             self.live.value = self.live.value.with_properties(props)
-        except (UnicodeDecodeError, ConfigError) as exc:
-            raise SystemError_(f"update broker config failed: {exc}")
+        except UnicodeDecodeError:
+            raise SystemError_("update broker config failed: the body is not UTF-8") from None
+        except ConfigError as exc:
+            raise SystemError_(f"update broker config failed: {exc}") from None
         self.config_changed()
         return request.response(ResponseCode.SUCCESS)

@@ -15,8 +15,10 @@ from typing import Any
 
 from orbitmq.broker.consumers import ClientChannel, ConsumerRegistry, Subscription
 from orbitmq.broker.handlers.fields import (
+    INT64,
     Registry,
     group_field,
+    integer_in,
     json_object,
     legal_group,
     legal_topic,
@@ -182,7 +184,19 @@ class ClientHandlers:
             if consumer.get("groupName"):
                 legal_group(string_in(consumer, "groupName", "heartbeat.consumerDataSet"))
             for sub in objects_in(consumer, "subscriptionDataSet", "heartbeat.consumerDataSet"):
-                legal_topic(string_in(sub, "topic", "heartbeat.consumerDataSet.subscriptionDataSet"))
+                what = "heartbeat.consumerDataSet.subscriptionDataSet"
+                legal_topic(string_in(sub, "topic", what))
+                integer_in(sub, "subVersion", what, INT64)
+                codes = sub.get("codeSet")
+                if codes is not None and (
+                    not isinstance(codes, list)
+                    or not all(isinstance(c, int) and not isinstance(c, bool) and INT64[0] <= c <= INT64[1]
+                               for c in codes)
+                ):
+                    raise SystemError_(f"{what}.codeSet must be a list of integers")
+                tags = sub.get("tagsSet")
+                if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+                    raise SystemError_(f"{what}.tagsSet must be a list of strings")
         for producer in producers:
             if producer.get("groupName"):
                 legal_group(string_in(producer, "groupName", "heartbeat.producerDataSet"))
@@ -206,8 +220,8 @@ class ClientHandlers:
                         topics_created = True
             try:
                 subscriptions = [Subscription.from_json(s) for s in consumer.get("subscriptionDataSet") or ()]
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise SystemError_(f"bad subscription in heartbeat: {exc}")
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise SystemError_(f"bad subscription data in the heartbeat of group {group}") from None
             self.filters.register(group, subscriptions)
             changed = self.consumers.register(
                 group,
@@ -284,8 +298,8 @@ class ClientHandlers:
         assert self.store is not None
         try:
             offset = parse_offset_msg_id(msg_id).commit_log_offset
-        except ValueError as exc:
-            raise SystemError_(f"bad message id {msg_id!r}: {exc}") from None
+        except ValueError:
+            raise SystemError_(f"bad message id {msg_id!r}: not an offset message id (32 or 56 hex digits)") from None
         found = self.store.select_one_message_by_offset(offset) if offset >= 0 else None
         if found is None:
             raise SystemError_(f"can not find message by the offset, {offset}")

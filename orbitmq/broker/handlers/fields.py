@@ -9,6 +9,7 @@ reaches the store and never becomes an unexplained SYSTEM_ERROR.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -172,6 +173,24 @@ def string_in(data: dict[str, Any], key: str, what: str) -> str:
     if isinstance(value, (bool, dict, list)):
         raise SystemError_(f"{what}.{key} must be a string, not {_json_kind(value)}")
     return str(value)
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")
+#: Java's int and long ranges, for numbers read from JSON bodies.
+INT32 = (-(1 << 31), (1 << 31) - 1)
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def integer_in(data: dict[str, Any], key: str, what: str, bounds: tuple[int, int] = INT32) -> None:
+    """Check `data[key]` (when present and not null) is an integer within `bounds`, written as a
+    JSON number or a decimal string as fastjson accepts; else SYSTEM_ERROR naming the field."""
+    value = data.get(key)
+    if value is None:
+        return
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
+        raise SystemError_(f"{what}.{key} must be an integer in {bounds[0]}..{bounds[1]}")
 
 
 def _json_kind(value: Any) -> str:

@@ -20,6 +20,7 @@ from orbitmq.broker.handlers.fields import (
     boolean,
     group_field,
     integer,
+    integer_in,
     json_object,
     legal_group,
     optional_text,
@@ -39,6 +40,8 @@ from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
 
+#: A group's retry topic gets at most as many queues as an admin may give any topic.
+MAX_RETRY_QUEUE_NUMS = 1024
 #: Clients older than V3_0_7_SNAPSHOT cannot take a pushed offset reset (nor report their status).
 MIN_RESET_VERSION = 28
 #: How long a client has to report its offsets (RocketMQ waits five seconds too).
@@ -83,13 +86,17 @@ class GroupHandlers:
         server.register(RequestCode.CLONE_GROUP_OFFSET, self.clone_offsets)
 
     async def create_group(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        data = json_object(request, "SubscriptionGroupConfig")
+        what = "SubscriptionGroupConfig"
+        data = json_object(request, what)
         raw_name = data.get("groupName")
         legal_group(raw_name if isinstance(raw_name, str) else "")
+        integer_in(data, "retryQueueNums", what, (0, MAX_RETRY_QUEUE_NUMS))
+        for key in ("retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly"):
+            integer_in(data, key, what)
         try:
             config = SubscriptionGroupConfig.from_json(data)
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise SystemError_(f"bad SubscriptionGroupConfig: {exc}") from None
+        except (ValueError, TypeError, AttributeError):
+            raise SystemError_(f"bad SubscriptionGroupConfig of group {raw_name}") from None
         if self.groups.put(config):
             self.groups_changed()
         return request.response(ResponseCode.SUCCESS)
