@@ -31,7 +31,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from orbitmq.broker.diskstate import WriteHealth
+from orbitmq.broker.diskstate import WriteHealth, is_disk_full
 from orbitmq.common import jsonbody, names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
@@ -201,6 +201,7 @@ class ScheduleService:
         self.table = DelayOffsetTable(os.path.join(config_dir, DELAY_OFFSET_FILE))
         #: Whether delay offset writes fail (full disk): logged once per change of state.
         self.offsets_health = WriteHealth(self.table.path)
+        self.delivery_health = WriteHealth("delayed message delivery")
         self.store_host = store_host
         self.flush_interval_ms = flush_interval_ms
         self.clock_ms = clock_ms
@@ -271,8 +272,11 @@ class ScheduleService:
             wakeup.clear()
             try:
                 wait_ms = await self._deliver_due(level)
-            except Exception:  # a bad record or a store error must not end this level's deliveries
-                log.exception("delay level %d: delivery failed; trying again", level)
+            except Exception as exc:  # a bad record or a store error must not end this level's deliveries
+                if is_disk_full(exc):
+                    self.delivery_health.failed(exc)  # logged once, not every retry
+                else:
+                    log.exception("delay level %d: delivery failed; trying again", level)
                 wait_ms = int(_RETRY_AFTER_FAILURE_S * 1000)
             if wait_ms is None:
                 self._idle[level - 1] = True
@@ -369,6 +373,8 @@ class ScheduleService:
             return PutMessageStatus.MESSAGE_ILLEGAL
         result = await self.store.put_message(msg)
         if result.is_ok:
+            if self.delivery_health.failing:
+                self.delivery_health.succeeded()
             return None
         if result.status in _PERMANENT:
             log.error("delayed message to %s dropped: %s %s", msg.topic, result.status.value, result.remark)

@@ -28,7 +28,7 @@ import os
 import time
 from collections.abc import Callable
 
-from orbitmq.broker.diskstate import WriteHealth
+from orbitmq.broker.diskstate import WriteHealth, is_disk_full
 from orbitmq.broker.schedule import is_delayable, restored_message
 from orbitmq.broker.timer import props as tp
 from orbitmq.broker.timer.index import TimerCheckpoint, TimerEntry, TimerIndex
@@ -73,6 +73,7 @@ class TimerService:
         self.path = os.path.join(config_dir, CHECKPOINT_FILE)
         #: Whether checkpoint writes fail (full disk): logged once per change of state.
         self.checkpoint_health = WriteHealth(f"timer checkpoint {self.path}")
+        self.delivery_health = WriteHealth("timer delivery")
         self.store_host = store_host
         self.max_delay_ms = max_delay_ms
         #: A timer waiting longer than this is stored again, so that CommitLog retention
@@ -151,8 +152,11 @@ class TimerService:
             self._wakeup.clear()
             try:
                 wait_ms = await self._round()
-            except Exception:  # a bad record or a store error must not end timer deliveries
-                log.exception("timer delivery failed; trying again")
+            except Exception as exc:  # a bad record or a store error must not end timer deliveries
+                if is_disk_full(exc):
+                    self.delivery_health.failed(exc)  # logged once, not every retry
+                else:
+                    log.exception("timer delivery failed; trying again")
                 wait_ms = _RETRY_AFTER_FAILURE_MS
             self._latest = self.index.checkpoint()
             if wait_ms == 0:
@@ -306,6 +310,8 @@ class TimerService:
             return True
         result = await self.store.put_message(msg)
         if result.is_ok:
+            if self.delivery_health.failing:
+                self.delivery_health.succeeded()
             return True
         log.warning("timer message to %s not delivered yet: %s %s", msg.topic, result.status.value, result.remark)
         return result.status.value in ("MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED")
