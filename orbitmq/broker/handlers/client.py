@@ -19,6 +19,7 @@ from orbitmq.broker.handlers.fields import (
     Registry,
     group_field,
     integer_in,
+    is_json_integer,
     json_object,
     legal_group,
     legal_topic,
@@ -189,9 +190,7 @@ class ClientHandlers:
                 integer_in(sub, "subVersion", what, INT64)
                 codes = sub.get("codeSet")
                 if codes is not None and (
-                    not isinstance(codes, list)
-                    or not all(isinstance(c, int) and not isinstance(c, bool) and INT64[0] <= c <= INT64[1]
-                               for c in codes)
+                    not isinstance(codes, list) or not all(is_json_integer(c, INT64) for c in codes)
                 ):
                     raise SystemError_(f"{what}.codeSet must be a list of integers")
                 tags = sub.get("tagsSet")

@@ -181,15 +181,19 @@ INT32 = (-(1 << 31), (1 << 31) - 1)
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def integer_in(data: dict[str, Any], key: str, what: str, bounds: tuple[int, int] = INT32) -> None:
-    """Check `data[key]` (when present and not null) is an integer within `bounds`, written as a
-    JSON number or a decimal string as fastjson accepts; else SYSTEM_ERROR naming the field."""
-    value = data.get(key)
-    if value is None:
-        return
+def is_json_integer(value: Any, bounds: tuple[int, int] = INT32) -> bool:
+    """An integer within `bounds`, written as a JSON number or as a decimal string (fastjson
+    reads both; the Go client writes tag codes as strings)."""
     if isinstance(value, str) and _DECIMAL.fullmatch(value):
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
+    return isinstance(value, int) and not isinstance(value, bool) and bounds[0] <= value <= bounds[1]
+
+
+def integer_in(data: dict[str, Any], key: str, what: str, bounds: tuple[int, int] = INT32) -> None:
+    """Check `data[key]` (when present and not null) is an integer within `bounds`; else
+    SYSTEM_ERROR naming the field."""
+    value = data.get(key)
+    if value is not None and not is_json_integer(value, bounds):
         raise SystemError_(f"{what}.{key} must be an integer in {bounds[0]}..{bounds[1]}")
 
 
