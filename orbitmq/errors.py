@@ -111,11 +111,6 @@ class BrokerError(OrbitMQError):
         """The most specific error class for a RocketMQ response code, built with `remark`."""
         return BrokerError._by_code.get(int(code), BrokerError)(remark, code=code)
 
-    @staticmethod
-    def is_retriable_code(code: int) -> bool:
-        """Whether a producer tries another broker after a response with `code`."""
-        return BrokerError._by_code.get(int(code), BrokerError).retriable
-
 
 _SYSTEM_ERROR = 1
 
