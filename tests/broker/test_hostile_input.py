@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from orbitmq.broker.handlers import fields as field_checks
 from orbitmq.broker.server import Broker
 from orbitmq.common import jsonbody
+from orbitmq.errors import SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import UNEXPECTED_ERROR_REMARK
@@ -244,3 +246,15 @@ async def test_legal_names_with_every_allowed_character_still_work(broker: Broke
     assert response.code == ResponseCode.SUCCESS
     body = json.dumps(heartbeat_body("c1", "G_-%|1", topic)).encode()
     assert (await request(client, addr, RequestCode.HEART_BEAT, body=body)).code == ResponseCode.SUCCESS
+
+
+def test_the_cache_of_legal_names_stays_bounded_and_never_holds_an_illegal_one() -> None:
+    for i in range(field_checks._LEGAL_CACHE_MAX + 100):
+        field_checks.legal_topic(f"T{i}")
+    assert 0 < len(field_checks._LEGAL_TOPICS) <= field_checks._LEGAL_CACHE_MAX
+    for name in ILLEGAL_NAMES:
+        with pytest.raises(SystemError_):
+            field_checks.legal_group(name)
+        with pytest.raises(SystemError_):
+            field_checks.legal_topic(name)
+        assert name not in field_checks._LEGAL_GROUPS and name not in field_checks._LEGAL_TOPICS

@@ -73,20 +73,37 @@ def boolean(request: RemotingCommand, name: str, default: bool = False) -> bool:
 # or a path.
 
 
+#: Names already found legal, so that the pull and offset paths check a known name with one
+#: set lookup; bounded (emptied when full) so that a stream of distinct names cannot grow it.
+_LEGAL_TOPICS: set[str] = set()
+_LEGAL_GROUPS: set[str] = set()
+_LEGAL_CACHE_MAX = 4096
+
+
 def legal_topic(value: str) -> str:
     """`value` when it is a legal topic name; else SYSTEM_ERROR with RocketMQ's remark."""
-    problem = names.validate_topic(value)
-    if problem is not None:
-        raise SystemError_(problem)
+    if value not in _LEGAL_TOPICS:
+        problem = names.validate_topic(value)
+        if problem is not None:
+            raise SystemError_(problem)
+        _remember(_LEGAL_TOPICS, value)
     return value
 
 
 def legal_group(value: str) -> str:
     """`value` when it is a legal group name; else SYSTEM_ERROR with RocketMQ's remark."""
-    problem = names.validate_group(value)
-    if problem is not None:
-        raise SystemError_(problem)
+    if value not in _LEGAL_GROUPS:
+        problem = names.validate_group(value)
+        if problem is not None:
+            raise SystemError_(problem)
+        _remember(_LEGAL_GROUPS, value)
     return value
+
+
+def _remember(known: set[str], name: str) -> None:
+    if len(known) >= _LEGAL_CACHE_MAX:
+        known.clear()
+    known.add(name)
 
 
 def topic_field(request: RemotingCommand, name: str = "topic") -> str:
