@@ -82,28 +82,22 @@ _LEGAL_CACHE_MAX = 4096
 
 def legal_topic(value: str) -> str:
     """`value` when it is a legal topic name; else SYSTEM_ERROR with RocketMQ's remark."""
-    if value not in _LEGAL_TOPICS:
-        problem = names.validate_topic(value)
-        if problem is not None:
-            raise SystemError_(problem)
-        _remember(_LEGAL_TOPICS, value)
-    return value
+    return value if value in _LEGAL_TOPICS else _checked(value, names.validate_topic, _LEGAL_TOPICS)
 
 
 def legal_group(value: str) -> str:
     """`value` when it is a legal group name; else SYSTEM_ERROR with RocketMQ's remark."""
-    if value not in _LEGAL_GROUPS:
-        problem = names.validate_group(value)
-        if problem is not None:
-            raise SystemError_(problem)
-        _remember(_LEGAL_GROUPS, value)
-    return value
+    return value if value in _LEGAL_GROUPS else _checked(value, names.validate_group, _LEGAL_GROUPS)
 
 
-def _remember(known: set[str], name: str) -> None:
+def _checked(value: str, validate: Callable[[str], str | None], known: set[str]) -> str:
+    problem = validate(value)
+    if problem is not None:
+        raise SystemError_(problem)
     if len(known) >= _LEGAL_CACHE_MAX:
         known.clear()
-    known.add(name)
+    known.add(value)
+    return value
 
 
 def topic_field(request: RemotingCommand, name: str = "topic") -> str:
