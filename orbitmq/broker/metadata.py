@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.common import jsonbody
 from orbitmq.store.config_file import load_with_backup, write_atomically
+from orbitmq.store.paths import store_path
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -73,9 +73,9 @@ class MetadataFiles:
     def __init__(self, config_dir: str, *, topics: JsonTable, groups: JsonTable, offsets: JsonTable) -> None:
         self.config_dir = config_dir
         self._writers = {
-            TOPICS: _FileWriter(os.path.join(config_dir, TOPICS), topics, None),
-            GROUPS: _FileWriter(os.path.join(config_dir, GROUPS), groups, None),
-            OFFSETS: _FileWriter(os.path.join(config_dir, OFFSETS), offsets, None),
+            TOPICS: _FileWriter(store_path(config_dir, TOPICS), topics, None),
+            GROUPS: _FileWriter(store_path(config_dir, GROUPS), groups, None),
+            OFFSETS: _FileWriter(store_path(config_dir, OFFSETS), offsets, None),
         }
 
     def path(self, name: str) -> str:

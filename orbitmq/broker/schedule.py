@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +39,7 @@ from orbitmq.common.record import decode_record
 from orbitmq.errors import ConfigError, OrbitMQError
 from orbitmq.store.api import GetMessageStatus, MessageStore, PutMessageStatus
 from orbitmq.store.config_file import load_with_backup, write_atomically
+from orbitmq.store.paths import store_path
 
 log = logging.getLogger("orbitmq.broker.schedule")
 
@@ -198,7 +198,7 @@ class ScheduleService:
     ) -> None:
         self.store = store
         self.levels_ms = tuple(levels_ms)
-        self.table = DelayOffsetTable(os.path.join(config_dir, DELAY_OFFSET_FILE))
+        self.table = DelayOffsetTable(store_path(config_dir, DELAY_OFFSET_FILE))
         #: Whether delay offset writes fail (full disk): logged once per change of state.
         self.offsets_health = WriteHealth(self.table.path)
         self.delivery_health = WriteHealth("delayed message delivery")

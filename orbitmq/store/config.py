@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbitmq.errors import ConfigError
+from orbitmq.store.paths import store_path
 
 #: Bytes of one ConsumeQueue entry (§7.2).
 CQ_UNIT_SIZE = 20
@@ -130,27 +131,27 @@ class StoreConfig:
 
     @property
     def commit_log_dir(self) -> str:
-        return os.path.expanduser(self.store_path_commit_log) or os.path.join(self.root_dir, "commitlog")
+        return os.path.expanduser(self.store_path_commit_log) or store_path(self.root_dir, "commitlog")
 
     @property
     def consume_queue_dir(self) -> str:
-        return os.path.join(self.root_dir, "consumequeue")
+        return store_path(self.root_dir, "consumequeue")
 
     @property
     def index_dir(self) -> str:
-        return os.path.join(self.root_dir, "index")
+        return store_path(self.root_dir, "index")
 
     @property
     def checkpoint_path(self) -> str:
-        return os.path.join(self.root_dir, "checkpoint")
+        return store_path(self.root_dir, "checkpoint")
 
     @property
     def abort_path(self) -> str:
-        return os.path.join(self.root_dir, "abort")
+        return store_path(self.root_dir, "abort")
 
     @property
     def config_dir(self) -> str:
-        return os.path.join(self.root_dir, "config")
+        return store_path(self.root_dir, "config")
 
     @property
     def max_record_size(self) -> int:

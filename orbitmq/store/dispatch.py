@@ -19,7 +19,6 @@ import os
 from collections.abc import Iterator
 from typing import Protocol
 
-from orbitmq.common.names import is_name_legal
 from orbitmq.common.record import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -28,8 +27,18 @@ from orbitmq.common.record import (
 from orbitmq.store.api import CommitLogDispatcher, DispatchListener, DispatchRequest
 from orbitmq.store.commitlog import Appended
 from orbitmq.store.consumequeue import ConsumeQueue
+from orbitmq.store.paths import UnsafePath, check_topic_dir, store_path
 
 log = logging.getLogger(__name__)
+
+
+def is_topic_dir(topic: str) -> bool:
+    """True when `topic` may name a ConsumeQueue folder (see `orbitmq.store.paths`)."""
+    try:
+        check_topic_dir(topic)
+    except UnsafePath:
+        return False
+    return True
 
 
 class ConsumeQueueTable:
@@ -49,9 +58,8 @@ class ConsumeQueueTable:
     def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
         cq = self.queues.get((topic, queue_id))
         if cq is None:
-            if not is_name_legal(topic) or queue_id < 0:
-                # Topic names become folder names: never let one leave the store folder.
-                raise ValueError(f"topic {topic!r} / queue {queue_id} cannot name a consume queue")
+            # Topic names become folder names: `queue_dir` (in ConsumeQueue) refuses any
+            # that would leave the store folder, with UnsafePath.
             cq = ConsumeQueue(topic, queue_id, self.root, self.file_size, self._allocator)
             self.queues[(topic, queue_id)] = cq
         return cq
@@ -60,8 +68,10 @@ class ConsumeQueueTable:
         """Map the files of every queue folder under the root (`<topic>/<queueId>/`)."""
         os.makedirs(self.root, exist_ok=True)
         for topic in sorted(os.listdir(self.root)):
-            topic_dir = os.path.join(self.root, topic)
-            if not os.path.isdir(topic_dir) or not is_name_legal(topic):
+            if not is_topic_dir(topic):
+                continue  # not a folder the store made (a stray file, a name it would refuse)
+            topic_dir = store_path(self.root, topic)
+            if not os.path.isdir(topic_dir):
                 continue
             for qid in sorted(os.listdir(topic_dir)):
                 if not qid.isdigit():
@@ -73,15 +83,20 @@ class ConsumeQueueTable:
         return iter(list(self.queues.values()))
 
     def remove_topic(self, topic: str) -> int:
+        """Destroy the queues of `topic` and its folder; a name that cannot be a store
+        folder (a path, `..`, a separator, RocketMQ's topic rule broken) removes nothing."""
+        if not is_topic_dir(topic):
+            log.warning("not deleting topic %r: it cannot name a folder of the store", topic)
+            return 0
         gone = [key for key in self.queues if key[0] == topic]
         for key in gone:
             cq = self.queues.pop(key)
             self.dirty.discard(cq)
             cq.destroy()
         try:
-            os.rmdir(os.path.join(self.root, topic))
+            os.rmdir(store_path(self.root, topic))
         except OSError:
-            pass
+            pass  # not there, or files the store does not own are in it
         return len(gone)
 
     def close(self) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import ssl
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +32,7 @@ from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.transport import RemotingClient
 from orbitmq.store.config_file import write_atomically
+from orbitmq.store.paths import store_path
 
 log = logging.getLogger("orbitmq.broker.ha")
 
@@ -76,7 +76,7 @@ class MetadataSync:
         self.topics = topics
         self.groups = groups
         self.offsets = offsets
-        self.delay_path = os.path.join(config_dir, DELAY_OFFSET_FILE)
+        self.delay_path = store_path(config_dir, DELAY_OFFSET_FILE)
         self.topics_changed = topics_changed
         self.groups_changed = groups_changed
         self.offsets_changed = offsets_changed

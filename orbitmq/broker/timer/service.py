@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Callable
 
@@ -39,6 +38,7 @@ from orbitmq.common.record import decode_record
 from orbitmq.errors import ConfigError, OrbitMQError
 from orbitmq.store.api import GetMessageStatus, MessageStore
 from orbitmq.store.config_file import load_with_backup, write_atomically
+from orbitmq.store.paths import store_path
 
 log = logging.getLogger("orbitmq.broker.timer")
 
@@ -70,7 +70,7 @@ class TimerService:
         clock_ms: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.store = store
-        self.path = os.path.join(config_dir, CHECKPOINT_FILE)
+        self.path = store_path(config_dir, CHECKPOINT_FILE)
         #: Whether checkpoint writes fail (full disk): logged once per change of state.
         self.checkpoint_health = WriteHealth(f"timer checkpoint {self.path}")
         self.delivery_health = WriteHealth("timer delivery")
