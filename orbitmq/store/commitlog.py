@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from orbitmq.common import properties as mc
@@ -218,10 +218,14 @@ class CommitLog:
         mf.wrote_position = mf.file_size
         return self.log.get_last_for_append()
 
-    def append_batch(self, batch: MessageExtBatch, now_ms: int) -> list[Appended]:
+    def append_batch(
+        self, batch: MessageExtBatch, now_ms: int, reserve_entries: Callable[[int, int], None] | None = None
+    ) -> list[Appended]:
         """Store every item of a batch body as its own record, consecutive queue offsets, one file.
 
         Raises AppendFailure (nothing written) when an item is malformed or a limit is broken.
+        `reserve_entries(first_queue_offset, count)` is called once the items are counted and
+        before anything is written; what it raises (StoreError: disk full) stops the append.
         """
         topic_raw = self._topic_bytes.get(batch.topic) or self._topic_utf8(batch.topic)
         extra = batch.properties_string.encode()
@@ -238,7 +242,7 @@ class CommitLog:
         # Every item's record: fixed part + body + topic + properties (own, then the batch's).
         fixed = record_size(0, len(topic_raw), 0, sys_flag)
         try:
-            _, total = kernels.plan_batch(batch.body, extra, fixed, mc.MAX_PROPERTIES_BYTES)
+            count, total = kernels.plan_batch(batch.body, extra, fixed, mc.MAX_PROPERTIES_BYTES)
         except ValueError as exc:
             raise AppendFailure(PutMessageStatus[exc.args[0]], exc.args[1]) from None
         if total > self._max_record:
@@ -249,6 +253,8 @@ class CommitLog:
         queue_id = batch.queue_id
         key = (topic, queue_id)
         queue_offset = self.topic_queue_table.get(key, 0)
+        if reserve_entries is not None:
+            reserve_entries(queue_offset, count)
         mf = self.log.get_last_for_append()
         if total + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
             mf = self._roll_over(mf)

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from orbitmq.store.config import CQ_UNIT_SIZE
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.mapped_queue import MappedFileQueue
+from orbitmq.store.paths import queue_dir
 
 CQ_ENTRY = struct.Struct(
     ">q"  # commit-log offset
@@ -53,7 +54,7 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.log = MappedFileQueue(
-            os.path.join(root, topic, str(queue_id)), file_size, sync_dir=False, allocator=allocator
+            queue_dir(root, topic, queue_id), file_size, sync_dir=False, allocator=allocator, reserve=0
         )
         #: Byte offset of the first readable entry (entries before it are blanks or cleaned).
         self.min_logic_offset = 0
@@ -82,7 +83,7 @@ class ConsumeQueue:
         pos = queue_offset * CQ_UNIT_SIZE
         log = self.log
         last = log.last
-        if last is not None and last.end_offset == pos and last.wrote_position < last.file_size:
+        if last is not None and last.end_offset == pos and last.wrote_position + CQ_UNIT_SIZE <= last.reserved:
             # The common case: append at the end of the last file.
             CQ_ENTRY.pack_into(last.view, last.wrote_position, phys_offset, size, tags_code)
             last.wrote_position += CQ_UNIT_SIZE
@@ -108,7 +109,7 @@ class ConsumeQueue:
         n = len(entries)
         if (
             last is not None and last.end_offset == pos
-            and last.wrote_position + n * CQ_UNIT_SIZE <= last.file_size
+            and last.wrote_position + n * CQ_UNIT_SIZE <= last.reserved
         ):
             flat = [v for entry in entries for v in entry]
             start = last.wrote_position
@@ -119,6 +120,36 @@ class ConsumeQueue:
             return
         for i, (phys, size, tags_code) in enumerate(entries):
             self.put(phys, size, tags_code, queue_offset + i)
+
+    def reserve_entries(self, queue_offset: int, count: int) -> None:
+        """Reserve the disk blocks that `count` entries from `queue_offset` on will take,
+        creating the file they start in (and the next one, when they cross into it).
+
+        Called before the records are appended to the CommitLog, so that a full
+        disk refuses the put (StoreError) before anything is written, instead of
+        failing the dispatch of a record already in the log. Only a batch
+        spanning more than two queue files (possible with tiny test files, not
+        with RocketMQ's sizes) leaves the rest to dispatch, which reserves too.
+        """
+        pos = queue_offset * CQ_UNIT_SIZE
+        end = pos + count * CQ_UNIT_SIZE
+        last = self.log.last
+        if last is not None and last.file_from_offset <= pos and end - last.file_from_offset <= last.reserved:
+            return
+        self._reserve_slow(pos, end)
+
+    def _reserve_slow(self, pos: int, end: int) -> None:
+        log = self.log
+        if log.files and pos < log.min_offset:
+            return  # below the cleaned part: dispatch writes nothing
+        if not log.files:
+            self.min_logic_offset = pos  # as `_put_slow` does for a queue starting past 0
+        last = log.get_last_for_append(pos)
+        file_end = last.file_from_offset + last.file_size
+        last.reserve(min(end, file_end) - last.file_from_offset)
+        if end > file_end:
+            following = log.build_next()
+            following.reserve(min(end - file_end, following.file_size))
 
     def _put_slow(self, pos: int, phys_offset: int, size: int, tags_code: int) -> None:
         log = self.log

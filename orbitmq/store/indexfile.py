@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import mmap
 import os
 import struct
@@ -42,6 +43,8 @@ from orbitmq.common.hashing import index_key_hash
 from orbitmq.common.properties import KEY_SEPARATOR
 from orbitmq.common.record import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.errors import StoreError
+from orbitmq.store.mapped_file import RESERVE_CHUNK, reserve_blocks
+from orbitmq.store.paths import store_path
 
 if TYPE_CHECKING:
     from orbitmq.store.api import DispatchRequest
@@ -72,6 +75,8 @@ DEFAULT_HASH_SLOT_NUM: Final = 5_000_000
 DEFAULT_INDEX_NUM: Final = 20_000_000
 _INT_MAX = 0x7FFFFFFF
 _BUILDING_SUFFIX = ".tmp"
+
+log = logging.getLogger(__name__)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -107,6 +112,7 @@ class IndexFile:
         "_fd",
         "_lock",
         "_mm",
+        "_reserved",
         "begin_phy_offset",
         "begin_timestamp",
         "end_phy_offset",
@@ -134,9 +140,19 @@ class IndexFile:
         size = index_file_size(hash_slot_num, index_num)
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         fd = os.open(path, flags, 0o644)
+        reserved = 0
         try:
             if create:
                 os.ftruncate(fd, size)  # sparse: untouched slots and entries read as zeros
+                # Blocks for the slots (written anywhere) and the first entries now; later
+                # entries in chunks ahead of the writes (see `put_hash`). Never the whole file:
+                # 400 MiB of entries would be held by an index that has barely begun.
+                reserved = min(size, HEADER_SIZE + hash_slot_num * SLOT_SIZE + RESERVE_CHUNK)
+                try:
+                    reserve_blocks(fd, 0, reserved)
+                except StoreError:
+                    os.unlink(path)
+                    raise
             elif os.fstat(fd).st_size != size:
                 raise StoreError(
                     f"index file {os.path.basename(path)} is {os.fstat(fd).st_size} bytes; the configured "
@@ -147,6 +163,8 @@ class IndexFile:
             os.close(fd)
             raise
         self._fd = fd
+        #: Bytes from the start whose blocks are allocated (0 for a file opened: found out on write).
+        self._reserved = reserved
         self._entries_base = HEADER_SIZE + hash_slot_num * SLOT_SIZE
         self._lock = threading.Lock()
         self._closed = False
@@ -226,6 +244,8 @@ class IndexFile:
         count = self.index_count
         if count >= self.index_num:
             return False
+        if self._entries_base + (count + 1) * ENTRY_SIZE > self._reserved:
+            self._reserve_for(count + 1)
         mm = self._mm
         slot_pos = HEADER_SIZE + (key_hash % self.hash_slot_num) * SLOT_SIZE
         prev = _unpack_slot(mm, slot_pos)[0]
@@ -254,6 +274,14 @@ class IndexFile:
         self.end_timestamp = store_timestamp
         _pack_header(mm, 0, begin, store_timestamp, self.begin_phy_offset, phy_offset, self.hash_slot_count, count)
         return True
+
+    def _reserve_for(self, entries: int) -> None:
+        """Allocate blocks for the slots and `entries` entries, a chunk ahead; StoreError when the
+        disk is full (a write to an unallocated mapped page would be SIGBUS instead)."""
+        size = index_file_size(self.hash_slot_num, self.index_num)
+        target = min(size, self._entries_base + entries * ENTRY_SIZE + RESERVE_CHUNK)
+        reserve_blocks(self._fd, self._reserved, target - self._reserved)
+        self._reserved = target
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         """Whether [begin, end] overlaps this file's time span (RocketMQ's rule)."""
@@ -423,6 +451,8 @@ class IndexService:
         #: (topic, keys, uniq_key, phy_offset, store_timestamp) put but not yet written (see `put`).
         self._pending: list[tuple[str, str, str, int, int]] = []
         self._closed = False
+        #: The last write of keys failed (full disk); logged once per change.
+        self._write_failed = False
 
     def load(self) -> None:
         """Map the index files already in the directory, oldest first. Blocking (call once at start)."""
@@ -430,10 +460,10 @@ class IndexService:
         listed = os.listdir(self.directory)
         for name in listed:
             if name.endswith(_BUILDING_SUFFIX) and name[: -len(_BUILDING_SUFFIX)].isdigit():
-                os.unlink(os.path.join(self.directory, name))  # a file a crash interrupted while building
+                os.unlink(store_path(self.directory, name))  # a file a crash interrupted while building
         names = sorted(n for n in listed if len(n) == 17 and n.isdigit())
         for name in names:
-            self.files.append(IndexFile.open(os.path.join(self.directory, name), self.hash_slot_num, self.index_num))
+            self.files.append(IndexFile.open(store_path(self.directory, name), self.hash_slot_num, self.index_num))
 
     # --- building -----------------------------------------------------------------
 
@@ -469,6 +499,20 @@ class IndexService:
         if not pending or self._closed:
             return
         self._pending = []
+        try:
+            self._write(pending)
+        except StoreError as exc:
+            # A full disk: the messages are stored and readable by queue; only lookups by
+            # key miss them. Said once until writing works again.
+            if not self._write_failed:
+                log.error("index: keys not written (lookups by key will miss them): %s", exc)
+            self._write_failed = True
+        else:
+            if self._write_failed:
+                log.warning("index: keys are written again")
+            self._write_failed = False
+
+    def _write(self, pending: list[tuple[str, str, str, int, int]]) -> None:
         files = self.files
         f = files[-1] if files else self._roll()
         prefixes = self._prefixes
@@ -501,11 +545,11 @@ class IndexService:
         now = self._clock_ms()
         name = index_file_name(now)
         # Names must stay unique and sorted even when files fill within a millisecond.
-        while (last is not None and name <= last.name) or os.path.exists(os.path.join(self.directory, name)):
+        while (last is not None and name <= last.name) or os.path.exists(store_path(self.directory, name)):
             now += 1
             name = index_file_name(now)
         f = IndexFile.create(
-            os.path.join(self.directory, name), self.hash_slot_num, self.index_num,
+            store_path(self.directory, name), self.hash_slot_num, self.index_num,
             begin_phy_offset=last.end_phy_offset if last else 0, begin_timestamp=last.end_timestamp if last else 0,
         )
         _fsync_dir(self.directory)  # once per file: the new name must survive a power loss

@@ -5,7 +5,18 @@ A file is named by the 20-digit zero-padded global offset of its first byte
 whole mapping, so a read is a slice of that view: no copy, and the slice stays
 valid as long as someone holds it, even after the file is unlinked.
 
-Ownership: positions (`wrote_position`, `flushed_position`) are owned by the
+Disk blocks are reserved (fallocate) before any mapped write reaches them:
+a write to a mapped page with no block behind it on a full disk is SIGBUS,
+which kills the process. A CommitLog file is reserved whole when created
+(the file is about to be filled; a full disk refuses it at once). A
+ConsumeQueue file is reserved in `RESERVE_CHUNK` steps ahead of its write
+position (`reserve`), so an empty or short queue costs a few KiB of disk,
+not its whole 5.7 MiB file: creating many queues must not fill the disk.
+`reserved` says how far blocks are known to be allocated; every writer
+checks it (or calls `reserve`) before writing, and `reserve` fails with a
+StoreError before anything is written.
+
+Ownership: positions (`wrote_position`, `flushed_position`, `reserved`) are owned by the
 event loop. `flush()` and `create()` are blocking and run in worker threads;
 `flush()` only reads `wrote_position` (an int, read atomically under the GIL)
 and fsyncs the descriptor, never touching the mapping.
@@ -19,10 +30,15 @@ import os
 import time
 
 from orbitmq.errors import StoreError
+from orbitmq.store.paths import store_path
 
 #: Width of file names: the start offset as a zero-padded decimal.
 NAME_WIDTH = 20
 _ZEROS = bytes(1 << 20)
+#: Step by which ConsumeQueue files reserve blocks ahead of their writes: 3,276 entries,
+#: one fallocate per that many messages of a queue, and at most this much disk held
+#: by a queue that has barely been written.
+RESERVE_CHUNK = 64 * 1024
 
 
 def file_name_for(offset: int) -> str:
@@ -51,11 +67,14 @@ class MappedFile:
         "last_store_timestamp",
         "mm",
         "path",
+        "reserved",
         "view",
         "wrote_position",
     )
 
-    def __init__(self, path: str, file_from_offset: int, file_size: int, fd: int, mm: mmap.mmap) -> None:
+    def __init__(
+        self, path: str, file_from_offset: int, file_size: int, fd: int, mm: mmap.mmap, reserved: int = 0
+    ) -> None:
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
@@ -66,6 +85,8 @@ class MappedFile:
         self.wrote_position = 0
         #: Bytes known to be on disk.
         self.flushed_position = 0
+        #: Bytes from the start whose disk blocks are allocated (writes stay below it).
+        self.reserved = reserved
         #: Store time (ms) of the last record appended, for the checkpoint.
         self.last_store_timestamp = 0
         self._refs = 1  # the owner's own reference, dropped by shutdown()
@@ -77,18 +98,27 @@ class MappedFile:
 
     @classmethod
     def create(
-        cls, directory: str, file_from_offset: int, file_size: int, warm: bool = False, sync_dir: bool = True
+        cls,
+        directory: str,
+        file_from_offset: int,
+        file_size: int,
+        warm: bool = False,
+        sync_dir: bool = True,
+        reserve: int | None = None,
     ) -> MappedFile:
         """Create (or reopen) the file for `file_from_offset`, sized and mapped. Blocking.
 
-        The blocks are reserved with fallocate so the first write to a page
-        needs no block allocation; with `warm` the pages are also written with
-        zeros (from this thread, GIL released) so appends find them in the
-        page cache. With `sync_dir` the folder is fsynced so the new name
-        survives a power loss (ConsumeQueue files skip it: recovery rebuilds
-        them from the CommitLog).
+        The first `reserve` bytes (None: all of them) get their blocks
+        reserved with fallocate, so a full disk fails here with StoreError
+        (and the new file is removed) and the first write to a page needs no
+        block allocation; the rest stays sparse until `reserve` is called.
+        With `warm` the pages are also written with zeros (from this thread,
+        GIL released) so appends find them in the page cache. With `sync_dir`
+        the folder is fsynced so the new name survives a power loss
+        (ConsumeQueue files skip it: recovery rebuilds them from the CommitLog).
         """
-        path = os.path.join(directory, file_name_for(file_from_offset))
+        upfront = file_size if reserve is None else min(reserve, file_size)
+        path = store_path(directory, file_name_for(file_from_offset))
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             current = os.fstat(fd).st_size
@@ -97,20 +127,22 @@ class MappedFile:
             if current < file_size:
                 os.ftruncate(fd, file_size)
                 try:
-                    _reserve(fd, file_size)
+                    reserve_blocks(fd, 0, upfront)
                 except StoreError:
                     if current == 0:
                         os.unlink(path)
                     raise
                 if warm and current == 0:
-                    _write_zeros(fd, file_size)
+                    _write_zeros(fd, upfront)
                 if sync_dir:
                     _fsync_dir(directory)
+            else:
+                upfront = 0  # reopened whole: how much is allocated is not known, `reserve` finds out
             mm = mmap.mmap(fd, file_size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, file_from_offset, file_size, fd, mm)
+        return cls(path, file_from_offset, file_size, fd, mm, upfront)
 
     @classmethod
     def open_existing(cls, path: str, file_size: int) -> MappedFile:
@@ -156,12 +188,25 @@ class MappedFile:
 
     # --- writing -------------------------------------------------------------
 
+    def reserve(self, end: int) -> None:
+        """Make sure the blocks of the first `end` bytes are allocated, reserving in
+        `RESERVE_CHUNK` steps. Raises StoreError (nothing written) on a full disk."""
+        if end <= self.reserved:
+            return
+        if end > self.file_size:
+            raise StoreError(f"cannot reserve {end} bytes in {self.path} of {self.file_size}")
+        target = min(self.file_size, -(-end // RESERVE_CHUNK) * RESERVE_CHUNK)
+        reserve_blocks(self.fd, self.reserved, target - self.reserved)
+        self.reserved = target
+
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Copy `data` at the write position; return the global offset it landed at."""
         pos = self.wrote_position
         end = pos + len(data)
         if end > self.file_size:
             raise StoreError(f"append of {len(data)} bytes past the end of {self.path}")
+        if end > self.reserved:
+            self.reserve(end)
         self.view[pos:end] = data
         self.wrote_position = end
         return self.file_from_offset + pos
@@ -197,9 +242,12 @@ class MappedFile:
         the file and growing it back lets the kernel zero the tail without us
         writing it (done only while no reader holds the file: at recovery).
         """
+        keep = self.reserved
         os.ftruncate(self.fd, position)
         os.ftruncate(self.fd, self.file_size)
-        _reserve(self.fd, self.file_size)
+        # Shrinking gave the blocks past `position` back: take back what was reserved.
+        self.reserved = 0
+        self.reserve(max(keep, position))
         self.set_positions(position)
 
     # --- reading -------------------------------------------------------------
@@ -277,11 +325,13 @@ class MappedFile:
         return f"MappedFile({self.file_name}, wrote={self.wrote_position}, flushed={self.flushed_position})"
 
 
-def _reserve(fd: int, size: int) -> None:
-    """Allocate the file's blocks now: a full disk must fail here, as a clear
-    StoreError, and never later as SIGBUS on a write to a mapped page."""
+def reserve_blocks(fd: int, offset: int, size: int) -> None:
+    """Allocate the blocks of `size` bytes at `offset` now: a full disk must fail here,
+    as a clear StoreError, and never later as SIGBUS on a write to a mapped page."""
+    if size <= 0:
+        return
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, offset, size)
     except OSError as exc:
         if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             # Filesystems without fallocate (tmpfs on old kernels) still work, just slower.

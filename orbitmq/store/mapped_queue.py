@@ -17,6 +17,7 @@ import os
 
 from orbitmq.errors import StoreError
 from orbitmq.store.mapped_file import MappedFile, offset_from_name
+from orbitmq.store.paths import store_path
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,15 @@ class MappedFileQueue:
         warm: bool = False,
         sync_dir: bool = True,
         allocator: concurrent.futures.Executor | None = None,
+        reserve: int | None = None,
     ) -> None:
         self.directory = directory
         self.file_size = file_size
         self.files: list[MappedFile] = []
         self._warm = warm
         self._sync_dir = sync_dir
+        #: Bytes of each new file reserved at creation (None: the whole file; see MappedFile).
+        self._reserve = reserve
         #: Where next files are built ahead of need (None: build on demand only).
         self._allocator = allocator
         self._next: tuple[int, concurrent.futures.Future[MappedFile]] | None = None
@@ -51,7 +55,7 @@ class MappedFileQueue:
         os.makedirs(self.directory, exist_ok=True)
         names = sorted(n for n in os.listdir(self.directory) if offset_from_name(n) is not None)
         for name in names:
-            path = os.path.join(self.directory, name)
+            path = store_path(self.directory, name)
             if os.path.getsize(path) == 0:
                 # A file whose creation was cut short by a crash holds nothing yet.
                 os.unlink(path)
@@ -143,14 +147,33 @@ class MappedFileQueue:
             self._next = None
             return pending[1].result()
         os.makedirs(self.directory, exist_ok=True)
-        return MappedFile.create(self.directory, start, self.file_size, self._warm, self._sync_dir)
+        return MappedFile.create(self.directory, start, self.file_size, self._warm, self._sync_dir, self._reserve)
+
+    def build_next(self) -> MappedFile:
+        """Create the file after the last one now (before appends reach it) and keep it for
+        `get_last_for_append`; a full disk fails here with StoreError. Blocking."""
+        last = self.last
+        start = last.file_from_offset + self.file_size if last is not None else 0
+        pending = self._next
+        if pending is not None and pending[0] == start:
+            try:
+                return pending[1].result()
+            except BaseException:
+                self._next = None
+                raise
+        self._discard_preallocated()
+        mf = self._take_preallocated(start)
+        done: concurrent.futures.Future[MappedFile] = concurrent.futures.Future()
+        done.set_result(mf)
+        self._next = (start, done)
+        return mf
 
     def _preallocate(self, start: int) -> None:
         if self._allocator is None or (self._next is not None and self._next[0] == start):
             return
         self._discard_preallocated()
         future = self._allocator.submit(
-            MappedFile.create, self.directory, start, self.file_size, self._warm, self._sync_dir
+            MappedFile.create, self.directory, start, self.file_size, self._warm, self._sync_dir, self._reserve
         )
         self._next = (start, future)
 

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Self
 
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
-from orbitmq.common.names import is_name_legal
 from orbitmq.common.record import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -49,9 +48,11 @@ from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remov
 from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
 from orbitmq.store.commitlog import Appended, AppendFailure, CommitLog
 from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
-from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher
+from orbitmq.store.consumequeue import ConsumeQueue
+from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher, is_topic_dir
 from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
 from orbitmq.store.indexfile import IndexService
+from orbitmq.store.paths import store_path
 from orbitmq.store.reading import QueueReader, offset_by_time
 from orbitmq.store.record_writer import offset_id_prefix, peek_property
 from orbitmq.store.recovery import (
@@ -103,7 +104,7 @@ class DefaultMessageStore:
         self.dispatcher = Dispatcher(self.queues, self.index)
         self.reader = QueueReader(config, self.commitlog)
         self.checkpoint: StoreCheckpoint | None = None
-        self.cleaner = CleanService(self, disk_usage)
+        self.cleaner = CleanService(config, self.commitlog, self.queues, self.index, clock_ms, disk_usage)
         self._group: GroupCommit | None = None
         self._commitlog_flusher: IntervalFlush | None = None
         #: CommitLog offset up to which replicated records are dispatched (slaves).
@@ -165,7 +166,7 @@ class DefaultMessageStore:
         self._tasks.append(loop.create_task(self.cleaner.run()))
 
     def _lock_folder(self) -> None:
-        path = os.path.join(self.config.root_dir, "lock")
+        path = store_path(self.config.root_dir, "lock")
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -300,11 +301,7 @@ class DefaultMessageStore:
         if self.config.broker_role is BrokerRole.SLAVE:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark="message store is a slave")
         if self.cleaner.disk_full:
-            return PutMessageResult(
-                PutMessageStatus.SERVICE_NOT_AVAILABLE,
-                remark=f"disk is full: {self.cleaner.last_ratio:.0%} used, over the warning level "
-                f"{self.config.disk_space_warning_level_ratio:.0%}",
-            )
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=self.cleaner.full_remark)
         # A failed fsync is sticky: the kernel may have dropped the dirty pages.
         error = self._group.error if self._group is not None else None
         if error is None and self._commitlog_flusher is not None:
@@ -313,23 +310,37 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"CommitLog write failed: {error}")
         return None
 
-    def _check_queue(self, topic: str, queue_id: int) -> PutMessageResult | None:
-        if (topic, queue_id) in self.queues.queues:
-            return None
-        if not is_name_legal(topic) or queue_id < 0:
+    def _queue_for_put(self, topic: str, queue_id: int) -> ConsumeQueue | PutMessageResult:
+        """The ConsumeQueue a put goes to, or the refusal of a name that cannot be one."""
+        cq = self.queues.queues.get((topic, queue_id))
+        if cq is not None:
+            return cq
+        if not is_topic_dir(topic) or queue_id < 0:
             return PutMessageResult(
                 PutMessageStatus.MESSAGE_ILLEGAL, remark=f"illegal topic {topic!r} or queue id {queue_id}"
             )
-        return None
+        return self.queues.find_or_create(topic, queue_id)
+
+    def _disk_full(self, exc: StoreError) -> PutMessageResult:
+        log.error("refusing a put: %s", exc)
+        return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"disk full: {exc}")
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
-        refused = self._refuse() or self._check_queue(msg.topic, msg.queue_id)
+        refused = self._refuse()
         if refused is not None:
             return refused
+        cq = self._queue_for_put(msg.topic, msg.queue_id)
+        if isinstance(cq, PutMessageResult):
+            return cq
         try:
+            # Disk for the queue entry first: a full disk refuses the put before the CommitLog
+            # holds a record its queue could not take.
+            cq.reserve_entries(self.commitlog.topic_queue_table.get((msg.topic, msg.queue_id), 0), 1)
             rec = self.commitlog.append_message(msg, self.clock_ms())
         except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
+        except StoreError as exc:  # no room for the queue entry or the next CommitLog file
+            return self._disk_full(exc)
         self.dispatcher.dispatch_one(rec)
         result = AppendMessageResult(
             AppendMessageStatus.PUT_OK, rec.phys_offset, rec.size, msg.offset_msg_id, (msg.offset_msg_id,),
@@ -341,15 +352,20 @@ class DefaultMessageStore:
         return PutMessageResult(status, result)
 
     async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        refused = self._refuse() or self._check_queue(batch.topic, batch.queue_id)
+        refused = self._refuse()
         if refused is not None:
             return refused
         if batch.sys_flag & TRANSACTION_TYPE_MASK:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot be transactional")
+        cq = self._queue_for_put(batch.topic, batch.queue_id)
+        if isinstance(cq, PutMessageResult):
+            return cq
         try:
-            records = self.commitlog.append_batch(batch, self.clock_ms())
+            records = self.commitlog.append_batch(batch, self.clock_ms(), cq.reserve_entries)
         except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
+        except StoreError as exc:  # no room for the queue entries or the next CommitLog file
+            return self._disk_full(exc)
         self.dispatcher.dispatch_batch(records)
         prefix = offset_id_prefix(batch.store_host)
         ids = [f"{prefix}{r.phys_offset:016X}" for r in records]

@@ -94,20 +94,52 @@ async def test_nothing_is_deleted_outside_the_delete_hour_while_the_disk_has_roo
         assert commit_log_names(store) == files
 
 
-async def test_a_full_disk_deletes_unexpired_files_at_once_until_use_drops(tmp_path: Path) -> None:
+async def test_a_full_disk_deletes_expired_files_at_any_hour_until_use_drops(tmp_path: Path) -> None:
     clock = FakeClock()
     disk = FakeDisk(tmp_path)
-    config = small_config(tmp_path, file_reserved_time=72, delete_when=other_hour(clock))
+    config = small_config(tmp_path, file_reserved_time=1, delete_when=other_hour(clock))
     async with DefaultMessageStore(config, clock_ms=clock, disk_usage=disk) as store:
         await fill_files(store, 120)
         files = len(commit_log_names(store))
         assert files >= 6
-        # Each file counts 10 %: 0.1 + 0.1 * files > 75 % until only 6 remain.
+        clock.advance(2 * HOUR_MS)
+        # Each file counts 10 %: over 75 % (the max used ratio) outside the delete hour.
         disk.per_file = 0.1
         disk.store = store
         deleted = await store.cleaner.clean_once()
-        assert deleted == files - 6
-        assert len(commit_log_names(store)) == 6
+        assert deleted == files - 1, "every expired file but the one being appended to"
+        assert not store.cleaner.disk_full
+
+
+async def test_forced_cleaning_never_deletes_retained_messages_and_refuses_puts_instead(tmp_path: Path) -> None:
+    """Issue 10: past the clean-forcibly ratio, RocketMQ deletes the oldest files even within
+    fileReservedTime; here nothing retained goes, and the store refuses puts instead."""
+    clock = FakeClock()
+    disk = FakeDisk(tmp_path, fixed=0.87)  # over clean-forcibly (85 %), under the warning level (90 %)
+    config = small_config(tmp_path, file_reserved_time=72, delete_when=other_hour(clock))
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=disk) as store:
+        await fill_files(store, 120)
+        files = commit_log_names(store)
+        assert len(files) >= 6
+        clock.advance(71 * HOUR_MS)
+        assert await store.cleaner.clean_once() == 0
+        assert commit_log_names(store) == files
+        assert store.get_min_phy_offset() == 0
+        with store.get_message("g", "T", 0, 0, 1) as first:
+            assert first.status is GetMessageStatus.FOUND
+        refused = await store.put_message(message())
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert "retention" in refused.remark
+        # The disk falls back under the ratio (an operator freed space): puts resume.
+        disk.fixed = 0.5
+        store.cleaner.check_disk()
+        assert (await store.put_message(message())).status is PutMessageStatus.PUT_OK
+        # Once the files expire, a full disk lets them go (all but the one appended to).
+        disk.fixed = 0.87
+        clock.advance(2 * HOUR_MS)
+        assert await store.cleaner.clean_once() == len(files) - 1
+        assert commit_log_names(store) == files[-1:]
+        assert store.cleaner.disk_full, "still past the ratio with only the current file left"
 
 
 async def test_puts_are_refused_above_the_warning_level_and_resume_below(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""A store file whose blocks cannot be reserved is refused at creation, never left sparse."""
+"""Disk blocks are reserved before mapped writes reach them (no SIGBUS on a full disk), and only
+as far as the writes go: queues and index files never hold their whole size up front."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import pytest
 
 from orbitmq.errors import StoreError
 from orbitmq.store import mapped_file
-from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.api import PutMessageStatus
+from orbitmq.store.mapped_file import RESERVE_CHUNK, MappedFile
+from orbitmq.store.store import DefaultMessageStore
+from tests.store.helpers import message, small_config
 
 
 def test_a_full_disk_refuses_the_new_file_and_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -33,3 +37,66 @@ def test_a_filesystem_without_fallocate_still_gets_its_file(tmp_path: Path, monk
         assert os.path.getsize(mf.path) == 64 * 1024
     finally:
         mf.close()
+
+
+def allocated(path: Path) -> int:
+    """Bytes of disk a file really holds."""
+    return os.stat(path).st_blocks * 512
+
+
+async def test_creating_many_queues_does_not_reserve_their_whole_files(tmp_path: Path) -> None:
+    """Issue 10: every new ConsumeQueue held its whole 5.7 MiB file, so creating topics filled the disk."""
+    config = small_config(tmp_path, mapped_file_size_consume_queue=300_000 * 20, max_index_num=400_000)
+    async with DefaultMessageStore(config) as store:
+        for t in range(8):
+            for q in range(8):
+                assert (await store.put_message(message(topic=f"T{t}", queue_id=q, keys=f"k{t}"))).is_ok
+        store.index._drain()  # type: ignore[union-attr]
+        cq_files = list((tmp_path / "consumequeue").glob("*/*/*"))
+        assert len(cq_files) == 64
+        for f in cq_files:
+            assert f.stat().st_size == 300_000 * 20
+            assert allocated(f) <= RESERVE_CHUNK
+        index_files = list((tmp_path / "index").iterdir())
+        assert len(index_files) == 1
+        index_size = index_files[0].stat().st_size
+        assert allocated(index_files[0]) <= index_size // 4
+
+
+async def test_a_queue_reserves_ahead_of_its_writes_as_it_grows(tmp_path: Path) -> None:
+    per_chunk = RESERVE_CHUNK // 20
+    config = small_config(
+        tmp_path, mapped_file_size_consume_queue=300_000 * 20, mapped_file_size_commit_log=4 << 20,
+        max_message_size=64,
+    )
+    async with DefaultMessageStore(config) as store:
+        for _ in range(per_chunk + 10):
+            assert (await store.put_message(message(body=b"x"))).is_ok
+        cq = store.queues.find("T", 0)
+        assert cq is not None and cq.log.last is not None
+        mf = cq.log.last
+        assert mf.wrote_position == (per_chunk + 10) * 20
+        assert mf.wrote_position <= mf.reserved <= 2 * RESERVE_CHUNK
+        assert allocated(Path(mf.path)) >= mf.reserved - 4096
+
+
+async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    async with DefaultMessageStore(small_config(tmp_path)) as store:
+        assert (await store.put_message(message(topic="Old"))).is_ok
+        end = store.get_max_phy_offset()
+
+        def no_space(fd: int, offset: int, size: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(mapped_file.os, "posix_fallocate", no_space)
+        refused = await store.put_message(message(topic="New"))
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert "disk full" in refused.remark
+        assert store.get_max_phy_offset() == end
+        assert store.get_max_offset_in_queue("New", 0) == 0
+        # A queue with reserved room left still takes messages.
+        assert (await store.put_message(message(topic="Old"))).is_ok
+        monkeypatch.undo()
+        assert (await store.put_message(message(topic="New"))).is_ok
+        with store.get_message("g", "New", 0, 0, 8) as got:
+            assert got.message_count == 1
