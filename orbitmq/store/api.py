@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, Self, runtime_checkable
+from typing import NamedTuple, Protocol, Self, runtime_checkable
 
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 
@@ -206,22 +206,23 @@ class MessageFilter(Protocol):
     def is_matched_by_commit_log(self, record: memoryview, properties: Mapping[str, str] | None) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchRequest:
-    """What dispatchers (ConsumeQueue, index) learn about one stored record."""
+class DispatchRequest(NamedTuple):
+    """One stored record as dispatch sees it: what the CommitLog append returns and what the
+    ConsumeQueue, the index and extra dispatchers take (one type from append to dispatch;
+    a NamedTuple because one is built per message)."""
 
     topic: str
     queue_id: int
     commit_log_offset: int
     msg_size: int
+    consume_queue_offset: int
     tags_code: int
     store_timestamp: int
-    consume_queue_offset: int
+    sys_flag: int
     #: The KEYS property as stored (space-separated keys), "" when absent.
     keys: str
     #: The UNIQ_KEY property, "" when absent.
     uniq_key: str
-    sys_flag: int
     prepared_transaction_offset: int
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import concurrent.futures
 import struct
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
@@ -39,7 +38,7 @@ from orbitmq.common.record import (
 )
 from orbitmq.errors import CorruptRecord, StoreError
 from orbitmq.store import kernels
-from orbitmq.store.api import PutMessageStatus
+from orbitmq.store.api import DispatchRequest, PutMessageStatus
 from orbitmq.store.batch_records import batch_items
 from orbitmq.store.config import StoreConfig
 from orbitmq.store.mapped_file import MappedFile
@@ -57,23 +56,6 @@ _U16 = struct.Struct(">H")
 _SYSFLAG_AT = 36
 _BORN_HOST_AT = 48
 _NOT_CONSUMABLE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
-
-
-class Appended(NamedTuple):
-    """One record just written: what dispatch needs."""
-
-    topic: str
-    queue_id: int
-    phys_offset: int
-    size: int
-    queue_offset: int
-    tags_code: int
-    store_timestamp: int
-    sys_flag: int
-    #: The KEYS property ("" when absent) and UNIQ_KEY ("" when absent), for the index.
-    keys: str
-    uniq_key: str
-    prepared_transaction_offset: int
 
 
 class AppendFailure(StoreError):
@@ -120,7 +102,7 @@ class CommitLog:
             self._topic_bytes[topic] = raw
         return raw
 
-    def append_message(self, msg: MessageExtBrokerInner, now_ms: int) -> Appended:
+    def append_message(self, msg: MessageExtBrokerInner, now_ms: int) -> DispatchRequest:
         """Encode `msg` at the end of the log and fill in its store fields.
 
         Raises AppendFailure (nothing written) when it breaks a size limit.
@@ -184,7 +166,7 @@ class CommitLog:
         msg.store_size = size
         msg.offset_msg_id = f"{offset_id_prefix(msg.store_host)}{phys:016X}"
         props = msg.properties
-        return Appended(
+        return DispatchRequest(
             msg.topic, msg.queue_id, phys, size, queue_offset, msg.tags_code, store_ts, sys_flag,
             props.get(mc.KEYS, ""), props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""),
             msg.prepared_transaction_offset,
@@ -220,7 +202,7 @@ class CommitLog:
 
     def append_batch(
         self, batch: MessageExtBatch, now_ms: int, reserve_entries: Callable[[int, int], None] | None = None
-    ) -> list[Appended]:
+    ) -> list[DispatchRequest]:
         """Store every item of a batch body as its own record, consecutive queue offsets, one file.
 
         Raises AppendFailure (nothing written) when an item is malformed or a limit is broken.
@@ -261,7 +243,7 @@ class CommitLog:
         pos = mf.wrote_position
         store_ts = max(self.last_store_timestamp, now_ms)
         self.last_store_timestamp = store_ts
-        out: list[Appended] = []
+        out: list[DispatchRequest] = []
         append = out.append
         view = mf.view
         phys = mf.file_from_offset + pos
@@ -272,7 +254,9 @@ class CommitLog:
                 queue_offset, phys, sys_flag, born_ts, born[0], born[1], store_ts, store[0], store[1],
             )
             for size, tags_code, keys, uniq in rows:
-                append(Appended(topic, queue_id, phys, size, queue_offset, tags_code, store_ts, sys_flag, keys, uniq, 0))
+                append(
+                    DispatchRequest(topic, queue_id, phys, size, queue_offset, tags_code, store_ts, sys_flag, keys, uniq, 0)
+                )
                 phys += size
                 queue_offset += 1
             pos += total
@@ -285,7 +269,7 @@ class CommitLog:
                     born_host=batch.born_host, store_timestamp=store_ts, store_host=batch.store_host,
                 )
                 append(
-                    Appended(
+                    DispatchRequest(
                         topic, queue_id, phys, size, queue_offset,
                         tag_hash_code(peek_property(raw, _TAGS, _SEP_TAGS) or None), store_ts, sys_flag,
                         peek_property(raw, _KEYS, _SEP_KEYS), peek_property(raw, _UNIQ, _SEP_UNIQ), 0,

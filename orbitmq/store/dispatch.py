@@ -25,7 +25,6 @@ from orbitmq.common.record import (
     TRANSACTION_TYPE_MASK,
 )
 from orbitmq.store.api import CommitLogDispatcher, DispatchListener, DispatchRequest
-from orbitmq.store.commitlog import Appended
 from orbitmq.store.consumequeue import ConsumeQueue
 from orbitmq.store.paths import UnsafePath, check_topic_dir, store_path
 
@@ -123,29 +122,28 @@ class Dispatcher:
         self._wakeups: dict[tuple[str, int], int] = {}
         self._wakeup_scheduled = False
 
-    def dispatch_batch(self, records: list[Appended]) -> None:
+    def dispatch_batch(self, records: list[DispatchRequest]) -> None:
         """Dispatch the records of one batch put: one queue, consecutive offsets, never transactional."""
         first = records[0]
         key = (first.topic, first.queue_id)
         cq = self.queues.queues.get(key) or self.queues.find_or_create(first.topic, first.queue_id)
         self.queues.dirty.add(cq)
-        cq.put_run(first.queue_offset, [(r.phys_offset, r.size, r.tags_code) for r in records])
+        cq.put_run(first.consume_queue_offset, [(r.commit_log_offset, r.msg_size, r.tags_code) for r in records])
         index_put = self.index.put if self.index is not None else None
         if index_put is not None:
             for rec in records:
                 if rec.keys or rec.uniq_key:
-                    index_put(rec.topic, rec.keys, rec.uniq_key, rec.phys_offset, rec.store_timestamp, rec.sys_flag)
+                    index_put(rec.topic, rec.keys, rec.uniq_key, rec.commit_log_offset, rec.store_timestamp, rec.sys_flag)
         if self.dispatchers:
-            requests = [_request(rec) for rec in records]
             for dispatcher in self.dispatchers:
-                dispatcher.dispatch(requests)
+                dispatcher.dispatch(records)
         if self.listeners:
-            self._wakeups[key] = records[-1].queue_offset + 1
+            self._wakeups[key] = records[-1].consume_queue_offset + 1
             if not self._wakeup_scheduled:
                 self._wakeup_scheduled = True
                 asyncio.get_running_loop().call_soon(self._notify)
 
-    def dispatch_one(self, rec: Appended) -> None:
+    def dispatch_one(self, rec: DispatchRequest) -> None:
         """`dispatch([rec])` for a single put: the same writes without the loop over records."""
         tran = rec.sys_flag & TRANSACTION_TYPE_MASK
         if tran == TRANSACTION_PREPARED_TYPE or tran == TRANSACTION_ROLLBACK_TYPE or self.dispatchers:
@@ -155,17 +153,17 @@ class Dispatcher:
         queues = self.queues
         cq = queues.queues.get(key) or queues.find_or_create(rec.topic, rec.queue_id)
         queues.dirty.add(cq)
-        cq.put(rec.phys_offset, rec.size, rec.tags_code, rec.queue_offset)
+        cq.put(rec.commit_log_offset, rec.msg_size, rec.tags_code, rec.consume_queue_offset)
         index = self.index
         if index is not None and (rec.keys or rec.uniq_key):
-            index.put(rec.topic, rec.keys, rec.uniq_key, rec.phys_offset, rec.store_timestamp, rec.sys_flag)
+            index.put(rec.topic, rec.keys, rec.uniq_key, rec.commit_log_offset, rec.store_timestamp, rec.sys_flag)
         if self.listeners:
-            self._wakeups[key] = rec.queue_offset + 1
+            self._wakeups[key] = rec.consume_queue_offset + 1
             if not self._wakeup_scheduled:
                 self._wakeup_scheduled = True
                 asyncio.get_running_loop().call_soon(self._notify)
 
-    def dispatch(self, records: list[Appended], notify: bool = True) -> None:
+    def dispatch(self, records: list[DispatchRequest], notify: bool = True) -> None:
         """Write the ConsumeQueue entries and index keys of `records`, in order."""
         table = self.queues.queues
         dirty = self.queues.dirty
@@ -182,15 +180,14 @@ class Dispatcher:
                     cq = table.get(key) or self.queues.find_or_create(rec.topic, rec.queue_id)
                     dirty.add(cq)
                 assert cq is not None
-                cq.put(rec.phys_offset, rec.size, rec.tags_code, rec.queue_offset)
+                cq.put(rec.commit_log_offset, rec.msg_size, rec.tags_code, rec.consume_queue_offset)
                 if notify:
-                    wakeups[key] = rec.queue_offset + 1
+                    wakeups[key] = rec.consume_queue_offset + 1
             if index_put is not None and (rec.keys or rec.uniq_key):
-                index_put(rec.topic, rec.keys, rec.uniq_key, rec.phys_offset, rec.store_timestamp, rec.sys_flag)
+                index_put(rec.topic, rec.keys, rec.uniq_key, rec.commit_log_offset, rec.store_timestamp, rec.sys_flag)
         if self.dispatchers:
-            requests = [_request(rec) for rec in records]
             for dispatcher in self.dispatchers:
-                dispatcher.dispatch(requests)
+                dispatcher.dispatch(records)
         if wakeups:
             if not self.listeners:
                 wakeups.clear()
@@ -207,19 +204,3 @@ class Dispatcher:
                     listener(topic, queue_id, max_offset)
             except Exception:  # a broken listener must not stop the others or the store
                 log.exception("dispatch listener %r failed", listener)
-
-
-def _request(rec: Appended) -> DispatchRequest:
-    return DispatchRequest(
-        topic=rec.topic,
-        queue_id=rec.queue_id,
-        commit_log_offset=rec.phys_offset,
-        msg_size=rec.size,
-        tags_code=rec.tags_code,
-        store_timestamp=rec.store_timestamp,
-        consume_queue_offset=rec.queue_offset,
-        keys=rec.keys,
-        uniq_key=rec.uniq_key,
-        sys_flag=rec.sys_flag,
-        prepared_transaction_offset=rec.prepared_transaction_offset,
-    )

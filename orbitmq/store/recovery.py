@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.names import SCHEDULE_TOPIC
 from orbitmq.common.record import BORNHOST_V6, MAGIC_V1, RECORD_PREFIX, STOREHOST_V6
+from orbitmq.store.api import DispatchRequest
 from orbitmq.store.checkpoint import StoreCheckpoint
-from orbitmq.store.commitlog import Appended, CommitLog
+from orbitmq.store.commitlog import CommitLog
 from orbitmq.store.dispatch import ConsumeQueueTable
 from orbitmq.store.mapped_file import MappedFile
 from orbitmq.store.record_writer import peek_property
@@ -55,7 +56,7 @@ def recover_abnormally(
     queues: ConsumeQueueTable,
     start_offset: int,
     check_crc: bool,
-    redispatch: Callable[[list[Appended]], None],
+    redispatch: Callable[[list[DispatchRequest]], None],
     delay_levels_ms: Sequence[int] = DEFAULT_DELAY_LEVELS_MS,
 ) -> int:
     """Validate and re-dispatch from `start_offset` (see `crash_scan_start`); returns the valid end."""
@@ -69,7 +70,7 @@ def recover_abnormally(
             break
     log.info("crash recovery: validating the CommitLog from offset %d", start_offset)
 
-    pending: list[Appended] = []
+    pending: list[DispatchRequest] = []
 
     def dispatch(mf: MappedFile, pos: int, size: int) -> None:
         rec = read_dispatch_fields(mf.view, pos, size, mf.file_from_offset + pos, delay_levels_ms)
@@ -87,7 +88,7 @@ def recover_abnormally(
 
 def read_dispatch_fields(
     view: memoryview, pos: int, size: int, phys: int, delay_levels_ms: Sequence[int]
-) -> Appended:
+) -> DispatchRequest:
     """What dispatch needs from a validated record, read without decoding the whole message."""
     _, magic, _, queue_id, _, queue_offset, _, sys_flag = RECORD_PREFIX.unpack_from(view, pos)
     p = pos + RECORD_PREFIX.size + 8 + (20 if sys_flag & BORNHOST_V6 else 8)
@@ -110,7 +111,7 @@ def read_dispatch_fields(
         tags_code = _delivery_time(peek_property(raw, b"DELAY\x01", b"\x02DELAY\x01"), store_ts, delay_levels_ms)
     else:
         tags_code = tag_hash_code(peek_property(raw, b"TAGS\x01", b"\x02TAGS\x01") or None)
-    return Appended(
+    return DispatchRequest(
         topic, queue_id, phys, size, queue_offset, tags_code, store_ts, sys_flag,
         peek_property(raw, b"KEYS\x01", b"\x02KEYS\x01"),
         peek_property(raw, b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01"), prepared,

@@ -37,6 +37,7 @@ from orbitmq.store.api import (
     AppendMessageResult,
     AppendMessageStatus,
     DispatchListener,
+    DispatchRequest,
     GetMessageResult,
     MessageFilter,
     PutMessageResult,
@@ -46,7 +47,7 @@ from orbitmq.store.api import (
 )
 from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remove_abort_marker
 from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
-from orbitmq.store.commitlog import Appended, AppendFailure, CommitLog
+from orbitmq.store.commitlog import AppendFailure, CommitLog
 from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
 from orbitmq.store.consumequeue import ConsumeQueue
 from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher, is_topic_dir
@@ -343,12 +344,12 @@ class DefaultMessageStore:
             return self._disk_full(exc)
         self.dispatcher.dispatch_one(rec)
         result = AppendMessageResult(
-            AppendMessageStatus.PUT_OK, rec.phys_offset, rec.size, msg.offset_msg_id, (msg.offset_msg_id,),
-            rec.store_timestamp, rec.queue_offset, 1,
+            AppendMessageStatus.PUT_OK, rec.commit_log_offset, rec.msg_size, msg.offset_msg_id, (msg.offset_msg_id,),
+            rec.store_timestamp, rec.consume_queue_offset, 1,
         )
         status = PutMessageStatus.PUT_OK
         if self._group is not None and msg.wait_store_msg_ok:
-            status = await self._await_flush(rec.phys_offset + rec.size)
+            status = await self._await_flush(rec.commit_log_offset + rec.msg_size)
         return PutMessageResult(status, result)
 
     async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
@@ -368,16 +369,16 @@ class DefaultMessageStore:
             return self._disk_full(exc)
         self.dispatcher.dispatch_batch(records)
         prefix = offset_id_prefix(batch.store_host)
-        ids = [f"{prefix}{r.phys_offset:016X}" for r in records]
+        ids = [f"{prefix}{r.commit_log_offset:016X}" for r in records]
         first, last = records[0], records[-1]
         result = AppendMessageResult(
-            AppendMessageStatus.PUT_OK, first.phys_offset, last.phys_offset + last.size - first.phys_offset,
-            ids[0], tuple(ids), first.store_timestamp, first.queue_offset, len(records),
+            AppendMessageStatus.PUT_OK, first.commit_log_offset, last.commit_log_offset + last.msg_size - first.commit_log_offset,
+            ids[0], tuple(ids), first.store_timestamp, first.consume_queue_offset, len(records),
         )
         status = PutMessageStatus.PUT_OK
         wait = peek_property(batch.properties_string.encode(), b"WAIT\x01", b"\x02WAIT\x01") != "false"
         if self._group is not None and wait:
-            status = await self._await_flush(last.phys_offset + last.size)
+            status = await self._await_flush(last.commit_log_offset + last.msg_size)
         return PutMessageResult(status, result)
 
     async def _await_flush(self, end_offset: int) -> PutMessageStatus:
@@ -505,7 +506,7 @@ class DefaultMessageStore:
         """Dispatch the complete records between the dispatched offset and the CommitLog end."""
         commitlog = self.commitlog
         end = commitlog.max_offset
-        batch: list[Appended] = []
+        batch: list[DispatchRequest] = []
         while self._reput_offset < end:
             offset = self._reput_offset
             mf = commitlog.log.find(offset)
@@ -525,10 +526,10 @@ class DefaultMessageStore:
                 continue
             rec = read_dispatch_fields(mf.view, pos, size, offset, self._delay_levels_ms)
             batch.append(rec)
-            if rec.queue_offset >= commitlog.topic_queue_table.get((rec.topic, rec.queue_id), 0):
+            if rec.consume_queue_offset >= commitlog.topic_queue_table.get((rec.topic, rec.queue_id), 0):
                 tran = rec.sys_flag & TRANSACTION_TYPE_MASK
                 if tran not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
-                    commitlog.topic_queue_table[(rec.topic, rec.queue_id)] = rec.queue_offset + 1
+                    commitlog.topic_queue_table[(rec.topic, rec.queue_id)] = rec.consume_queue_offset + 1
             commitlog.last_store_timestamp = max(commitlog.last_store_timestamp, rec.store_timestamp)
             mf.last_store_timestamp = commitlog.last_store_timestamp
             self._reput_offset = offset + size
