@@ -1,6 +1,7 @@
 """The message store: CommitLog, ConsumeQueues, IndexFile, flushing, recovery and cleaning.
 
-`DefaultMessageStore` implements the `MessageStore` protocol of `api.py`.
+`DefaultMessageStore` (files) and `MemoryMessageStore` (memory) implement the
+`MessageStore` protocol of `api.py`.
 """
 
 from orbitmq.store.api import (
@@ -14,6 +15,7 @@ from orbitmq.store.api import (
     SelectMappedBufferResult,
 )
 from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
+from orbitmq.store.memory import MemoryMessageStore
 from orbitmq.store.store import DefaultMessageStore
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "GetMessageResult",
     "GetMessageStatus",
     "MessageFilter",
+    "MemoryMessageStore",
     "MessageStore",
     "PutMessageResult",
     "PutMessageStatus",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.record import iter_records
-from orbitmq.store.api import GetMessageStatus
+from orbitmq.store.api import GetMessageStatus, MessageStore
+from orbitmq.store.config import StoreConfig
+from orbitmq.store.memory import MemoryMessageStore
 from orbitmq.store.store import DefaultMessageStore
 from tests.store.helpers import message, small_config
 
@@ -38,12 +40,19 @@ reads = st.lists(
 )
 
 
-async def check(root: Path, put_list: list[tuple[int, str, int]], read_list: list[tuple[int, int, int, set[str]]]) -> None:
+async def check(
+    root: Path,
+    put_list: list[tuple[int, str, int]],
+    read_list: list[tuple[int, int, int, set[str]]],
+    make_store: Callable[[StoreConfig], MessageStore],
+) -> None:
     config = small_config(
         root, max_transfer_count_on_message_in_memory=8, max_transfer_bytes_on_message_in_memory=3000
     )
     model: dict[int, list[tuple[str, bytes]]] = {0: [], 1: []}
-    async with DefaultMessageStore(config) as store:
+    store = make_store(config)
+    await store.start()
+    try:
         for i, (queue_id, tag, size) in enumerate(put_list):
             body = f"{i}:".encode() + b"x" * size
             assert (await store.put_message(message(body=body, queue_id=queue_id, tags=tag))).is_ok
@@ -73,6 +82,8 @@ async def check(root: Path, put_list: list[tuple[int, str, int]], read_list: lis
                     q for q in range(offset, end) if message_filter is None or held[q][0] in tags
                 ]
                 assert (got.status is GetMessageStatus.FOUND) == bool(bodies)
+    finally:
+        await store.close()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,5 +91,6 @@ async def check(root: Path, put_list: list[tuple[int, str, int]], read_list: lis
 def test_reads_return_exactly_the_matching_messages_of_the_scanned_range(
     put_list: list[tuple[int, str, int]], read_list: list[tuple[int, int, int, set[str]]]
 ) -> None:
-    with tempfile.TemporaryDirectory() as root:
-        asyncio.run(check(Path(root), put_list, read_list))
+    for make_store in (DefaultMessageStore, MemoryMessageStore):  # every MessageStore
+        with tempfile.TemporaryDirectory() as root:
+            asyncio.run(check(Path(root), put_list, read_list, make_store))

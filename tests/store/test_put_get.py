@@ -16,18 +16,32 @@ from orbitmq.common.record import (
     encode_batch,
     iter_records,
 )
-from orbitmq.store.api import GetMessageStatus, PutMessageStatus
+from orbitmq.store.api import GetMessageStatus, MessageStore, PutMessageStatus
 from orbitmq.store.config import BrokerRole
 from orbitmq.store.store import DefaultMessageStore
+from tests.store.conftest import StoreFactory
 from tests.store.helpers import BORN_HOST, STORE_HOST, FakeClock, message, small_config
 
 
-def bodies(store: DefaultMessageStore, topic: str, queue_id: int, offset: int, n: int = 32) -> list[bytes]:
+def bodies(store: MessageStore, topic: str, queue_id: int, offset: int, n: int = 32) -> list[bytes]:
     with store.get_message("g", topic, queue_id, offset, n) as got:
         return [m.body for m in iter_records(b"".join(got.buffers))]
 
 
-async def test_messages_come_back_in_queue_order_with_dense_offsets(store: DefaultMessageStore) -> None:
+class TagCode:
+    """A filter on one tags code (the ConsumeQueue slot only)."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return tags_code == self.code
+
+    def is_matched_by_commit_log(self, record: memoryview, properties: Mapping[str, str] | None) -> bool:
+        return True
+
+
+async def test_messages_come_back_in_queue_order_with_dense_offsets(store: MessageStore) -> None:
     for i in range(10):
         result = await store.put_message(message(body=b"m%d" % i, queue_id=i % 2))
         assert result.status is PutMessageStatus.PUT_OK
@@ -44,14 +58,14 @@ async def test_messages_come_back_in_queue_order_with_dense_offsets(store: Defau
         assert got.buffer_total_size == sum(len(b) for b in got.buffers)
 
 
-async def test_reads_are_views_of_the_mapped_file_not_copies(store: DefaultMessageStore) -> None:
-    await store.put_message(message(body=b"zero-copy"))
-    with store.get_message("g", "T", 0, 0, 1) as got:
+async def test_reads_are_views_of_the_mapped_file_not_copies(file_store: MessageStore) -> None:
+    await file_store.put_message(message(body=b"zero-copy"))
+    with file_store.get_message("g", "T", 0, 0, 1) as got:
         assert isinstance(got.buffers[0], memoryview)
-        assert got.buffers[0].obj is store.commitlog.log.files[0].mm
+        assert got.buffers[0].obj is file_store.commitlog.log.files[0].mm
 
 
-async def test_get_message_statuses_follow_rocketmq(store: DefaultMessageStore) -> None:
+async def test_get_message_statuses_follow_rocketmq(store: MessageStore) -> None:
     assert store.get_message("g", "T", 0, 0, 1).status is GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
     for _ in range(3):
         await store.put_message(message())
@@ -62,7 +76,7 @@ async def test_get_message_statuses_follow_rocketmq(store: DefaultMessageStore) 
     assert (past.min_offset, past.max_offset) == (0, 3)
 
 
-async def test_tag_filter_sees_the_tags_code_first_and_skips_unmatched(store: DefaultMessageStore) -> None:
+async def test_tag_filter_sees_the_tags_code_first_and_skips_unmatched(store: MessageStore) -> None:
     for i in range(6):
         await store.put_message(message(body=b"%d" % i, tags="TagA" if i % 3 == 0 else "TagB"))
     seen_codes: list[int] = []
@@ -90,7 +104,7 @@ async def test_tag_filter_sees_the_tags_code_first_and_skips_unmatched(store: De
     assert (nothing.status, nothing.next_begin_offset) == (GetMessageStatus.NO_MATCHED_MESSAGE, 6)
 
 
-async def test_commit_log_filter_can_read_properties_from_the_record(store: DefaultMessageStore) -> None:
+async def test_commit_log_filter_can_read_properties_from_the_record(store: MessageStore) -> None:
     await store.put_message(message(body=b"a", properties={"color": "red"}))
     await store.put_message(message(body=b"b", properties={"color": "blue"}))
 
@@ -106,12 +120,13 @@ async def test_commit_log_filter_can_read_properties_from_the_record(store: Defa
         assert [m.body for m in iter_records(b"".join(got.buffers))] == [b"a"]
 
 
-async def test_pull_limits_cap_count_and_bytes(tmp_path: Path) -> None:
+async def test_pull_limits_cap_count_and_bytes(tmp_path: Path, make_store: StoreFactory) -> None:
     config = small_config(
         tmp_path, mapped_file_size_commit_log=64 * 1024, max_transfer_count_on_message_in_memory=4,
         max_transfer_bytes_on_message_in_memory=1000,
     )
-    async with DefaultMessageStore(config) as store:
+    store = make_store(config)
+    async with store:  # type: ignore[attr-defined]
         for _ in range(10):
             await store.put_message(message(body=b"x" * 100))
         with store.get_message("g", "T", 0, 0, 32) as got:
@@ -122,7 +137,7 @@ async def test_pull_limits_cap_count_and_bytes(tmp_path: Path) -> None:
             assert got.message_count == 1 and got.next_begin_offset == 1
 
 
-async def test_batch_items_become_records_with_consecutive_queue_offsets(store: DefaultMessageStore) -> None:
+async def test_batch_items_become_records_with_consecutive_queue_offsets(store: MessageStore) -> None:
     await store.put_message(message(body=b"before"))
     items = [Message("T", f"b{i}".encode(), properties={mc.TAGS: "TagB", mc.KEYS: f"bk{i}"}) for i in range(4)]
     batch = MessageExtBatch(
@@ -140,15 +155,15 @@ async def test_batch_items_become_records_with_consecutive_queue_offsets(store: 
     assert [r.queue_offset for r in records] == [1, 2, 3, 4]
     assert [r.offset_msg_id for r in records] == list(appended.msg_ids)
     assert records[2].properties == {mc.TAGS: "TagB", mc.KEYS: "bk2", mc.WAIT_STORE_MSG_OK: "true"}
-    cq = store.queues.find("T", 0)
-    assert cq is not None and cq.entry(3) == (records[2].commit_log_offset, records[2].store_size,
-                                               tag_hash_code("TagB"))
+    assert store.get_commit_log_offset_in_queue("T", 0, 3) == records[2].commit_log_offset
+    with store.get_message("g", "T", 0, 3, 1, TagCode(tag_hash_code("TagB"))) as tagged:
+        assert tagged.queue_offsets == [3], "the queue entry holds the item's tags code"
     found = store.query_message("T", "bk3", 10, 0, 2**62)
     with found:
         assert [decode_record(b).body for b in found.buffers] == [b"b3"]
 
 
-async def test_malformed_batch_is_refused_and_nothing_is_written(store: DefaultMessageStore) -> None:
+async def test_malformed_batch_is_refused_and_nothing_is_written(store: MessageStore) -> None:
     body = encode_batch([Message("T", b"ok")])
     batch = MessageExtBatch(topic="T", queue_id=0, body=body[:-3], born_host=BORN_HOST, store_host=STORE_HOST)
     result = await store.put_messages(batch)
@@ -156,7 +171,7 @@ async def test_malformed_batch_is_refused_and_nothing_is_written(store: DefaultM
     assert store.get_max_phy_offset() == 0
 
 
-async def test_limits_are_enforced_with_clear_statuses(store: DefaultMessageStore) -> None:
+async def test_limits_are_enforced_with_clear_statuses(store: MessageStore) -> None:
     too_big = await store.put_message(message(body=b"x" * 5000))
     assert too_big.status is PutMessageStatus.MESSAGE_ILLEGAL and "maxMessageSize" in too_big.remark
     props = await store.put_message(message(properties={"p": "v" * 33000}))
@@ -168,7 +183,7 @@ async def test_limits_are_enforced_with_clear_statuses(store: DefaultMessageStor
     assert store.get_max_phy_offset() == 0
 
 
-async def test_prepared_and_rollback_records_are_stored_but_not_consumable(store: DefaultMessageStore) -> None:
+async def test_prepared_and_rollback_records_are_stored_but_not_consumable(store: MessageStore) -> None:
     prepared = await store.put_message(message(body=b"half", sys_flag=TRANSACTION_PREPARED_TYPE))
     rollback = await store.put_message(message(body=b"rb", sys_flag=TRANSACTION_ROLLBACK_TYPE))
     commit = await store.put_message(message(body=b"commit", sys_flag=TRANSACTION_COMMIT_TYPE))
@@ -180,9 +195,10 @@ async def test_prepared_and_rollback_records_are_stored_but_not_consumable(store
     assert looked is not None and looked.body == b"half"
 
 
-async def test_offset_by_time_finds_exact_or_nearest_earlier_on_tie(tmp_path: Path) -> None:
+async def test_offset_by_time_finds_exact_or_nearest_earlier_on_tie(tmp_path: Path, make_store: StoreFactory) -> None:
     clock = FakeClock(1_000_000)
-    async with DefaultMessageStore(small_config(tmp_path), clock_ms=clock) as store:
+    store = make_store(small_config(tmp_path), clock_ms=clock)
+    async with store:  # type: ignore[attr-defined]
         for t in (1_000_000, 1_000_010, 1_000_010, 1_000_020, 1_000_040):
             clock.now_ms = t
             await store.put_message(message())
@@ -196,16 +212,17 @@ async def test_offset_by_time_finds_exact_or_nearest_earlier_on_tie(tmp_path: Pa
         assert store.get_offset_in_queue_by_time("T", 7, 1) == 0
 
 
-async def test_store_times_never_go_backwards(tmp_path: Path) -> None:
+async def test_store_times_never_go_backwards(tmp_path: Path, make_store: StoreFactory) -> None:
     clock = FakeClock(5_000)
-    async with DefaultMessageStore(small_config(tmp_path), clock_ms=clock) as store:
+    store = make_store(small_config(tmp_path), clock_ms=clock)
+    async with store:  # type: ignore[attr-defined]
         await store.put_message(message())
         clock.now_ms = 4_000
         result = await store.put_message(message())
         assert result.append_result is not None and result.append_result.store_timestamp == 5_000
 
 
-async def test_query_by_key_and_unique_key_within_time_range(store: DefaultMessageStore, clock: FakeClock) -> None:
+async def test_query_by_key_and_unique_key_within_time_range(store: MessageStore, clock: FakeClock) -> None:
     await store.put_message(message(body=b"a", keys="order-1 shared"))
     clock.advance(10_000)
     await store.put_message(message(body=b"b", keys="shared", properties={mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: "U1"}))
@@ -220,7 +237,7 @@ async def test_query_by_key_and_unique_key_within_time_range(store: DefaultMessa
         assert found.buffers == []
 
 
-async def test_message_by_physical_offset_and_commit_log_data(store: DefaultMessageStore) -> None:
+async def test_message_by_physical_offset_and_commit_log_data(store: MessageStore) -> None:
     first = await store.put_message(message(body=b"one"))
     second = await store.put_message(message(body=b"two"))
     assert first.append_result is not None and second.append_result is not None
@@ -238,7 +255,7 @@ async def test_message_by_physical_offset_and_commit_log_data(store: DefaultMess
     assert store.get_commit_log_offset_in_queue("T", 0, 1) == second.append_result.wrote_offset
 
 
-async def test_dispatch_listeners_hear_each_queue_once_per_loop_turn(store: DefaultMessageStore) -> None:
+async def test_dispatch_listeners_hear_each_queue_once_per_loop_turn(store: MessageStore) -> None:
     import asyncio
 
     heard: list[tuple[str, int, int]] = []
@@ -248,27 +265,29 @@ async def test_dispatch_listeners_hear_each_queue_once_per_loop_turn(store: Defa
     assert sorted(heard) == [("T", 0, 3), ("T", 1, 3)]
 
 
-async def test_delete_topics_drops_queues_and_offsets(store: DefaultMessageStore, tmp_path: Path) -> None:
+async def test_delete_topics_drops_queues_and_offsets(store: MessageStore, tmp_path: Path) -> None:
     await store.put_message(message(topic="Gone"))
     await store.put_message(message(topic="Kept"))
     assert store.delete_topics(["Gone"]) == 1
     assert store.get_max_offset_in_queue("Gone", 0) == 0
-    assert not (tmp_path / "consumequeue" / "Gone").exists()
+    if isinstance(store, DefaultMessageStore):
+        assert not (tmp_path / "consumequeue" / "Gone").exists()
     result = await store.put_message(message(topic="Gone"))
     assert result.append_result is not None and result.append_result.logics_offset == 0
     assert bodies(store, "Kept", 0, 0) == [b"hello"]
 
 
-async def test_a_slave_or_closed_store_refuses_puts(tmp_path: Path) -> None:
-    slave = DefaultMessageStore(small_config(tmp_path / "s", broker_role=BrokerRole.SLAVE))
-    async with slave:
-        result = await slave.put_message(message())
-        assert result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and "slave" in result.remark
+async def test_a_slave_or_closed_store_refuses_puts(tmp_path: Path, make_store: StoreFactory) -> None:
+    slave = make_store(small_config(tmp_path / "s", broker_role=BrokerRole.SLAVE))
+    await slave.start()
+    result = await slave.put_message(message())
+    assert result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and "slave" in result.remark
+    await slave.close()
     closed = await slave.put_message(message())
     assert closed.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
 
 
-async def test_second_store_on_the_same_folder_is_refused(store: DefaultMessageStore, tmp_path: Path) -> None:
+async def test_second_store_on_the_same_folder_is_refused(file_store: MessageStore, tmp_path: Path) -> None:
     import pytest
 
     from orbitmq.errors import StoreError
