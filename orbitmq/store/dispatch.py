@@ -198,9 +198,14 @@ class Dispatcher:
     def _notify(self) -> None:
         self._wakeup_scheduled = False
         wakeups, self._wakeups = self._wakeups, {}
-        for listener in self.listeners:
-            try:
-                for (topic, queue_id), max_offset in wakeups.items():
-                    listener(topic, queue_id, max_offset)
-            except Exception:  # a broken listener must not stop the others or the store
-                log.exception("dispatch listener %r failed", listener)
+        notify_listeners(self.listeners, wakeups)
+
+
+def notify_listeners(listeners: list[DispatchListener], wakeups: dict[tuple[str, int], int]) -> None:
+    """Tell every listener the new max offset of each queue in `wakeups`."""
+    for listener in listeners:
+        try:
+            for (topic, queue_id), max_offset in wakeups.items():
+                listener(topic, queue_id, max_offset)
+        except Exception:  # a broken listener must not stop the others or the store
+            log.exception("dispatch listener %r failed", listener)

@@ -48,8 +48,9 @@ from orbitmq.store.api import (
     QueryMessageResult,
     SelectMappedBufferResult,
 )
+from orbitmq.store.commitlog import AppendFailure
 from orbitmq.store.config import BrokerRole, StoreConfig
-from orbitmq.store.dispatch import is_topic_dir
+from orbitmq.store.dispatch import is_topic_dir, notify_listeners
 from orbitmq.store.record_writer import offset_id_prefix, peek_property
 from orbitmq.store.recovery import DEFAULT_DELAY_LEVELS_MS, read_dispatch_fields
 
@@ -64,13 +65,6 @@ class _Entry(NamedTuple):
     size: int
     tags_code: int
     store_timestamp: int
-
-
-class _Refused(Exception):
-    def __init__(self, status: PutMessageStatus, remark: str) -> None:
-        super().__init__(remark)
-        self.status = status
-        self.remark = remark
 
 
 class MemoryMessageStore:
@@ -137,13 +131,13 @@ class MemoryMessageStore:
         reconsume_times: int = 0, prepared_transaction_offset: int = 0,
     ) -> bytes:
         if len(props) > mc.MAX_PROPERTIES_BYTES:
-            raise _Refused(
+            raise AppendFailure(
                 PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
                 f"properties are {len(props)} bytes; at most {mc.MAX_PROPERTIES_BYTES} fit",
             )
         size = record_size(len(body), len(topic), len(props), sys_flag)
         if size > self.config.max_record_size:
-            raise _Refused(
+            raise AppendFailure(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 f"record of {size} bytes exceeds the limit of {self.config.max_record_size}",
             )
@@ -159,11 +153,11 @@ class MemoryMessageStore:
     def _check_common(self, topic: str, body_len: int) -> bytes:
         raw = topic.encode()
         if len(raw) > MAX_TOPIC_BYTES_V1:
-            raise _Refused(
+            raise AppendFailure(
                 PutMessageStatus.MESSAGE_ILLEGAL, f"topic is {len(raw)} bytes; a 4.x record holds at most {MAX_TOPIC_BYTES_V1}"
             )
         if body_len > self.config.max_message_size:
-            raise _Refused(
+            raise AppendFailure(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 f"body is {body_len} bytes; maxMessageSize is {self.config.max_message_size}",
             )
@@ -197,7 +191,7 @@ class MemoryMessageStore:
                 msg.born_timestamp, msg.born_host, store_ts, msg.store_host, msg.reconsume_times,
                 msg.prepared_transaction_offset,
             )
-        except _Refused as exc:
+        except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
         self._last_store_timestamp = store_ts
         phys = self._add(record)
@@ -231,7 +225,7 @@ class MemoryMessageStore:
             topic = self._check_common(batch.topic, len(batch.body))
             items = list(iter_batch_items(batch.body)) if batch.body else []
             if not items:
-                raise _Refused(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
+                raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
             for i, item in enumerate(items):
                 props = _merge_properties(bytes(item.properties), extra)
                 record = self._encode(
@@ -242,7 +236,7 @@ class MemoryMessageStore:
                 end += len(record)
         except CorruptRecord as exc:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {exc}")
-        except _Refused as exc:
+        except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
         if end - self._end > self.config.max_record_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="batch exceeds the record size limit")
@@ -288,12 +282,7 @@ class MemoryMessageStore:
     def _notify(self) -> None:
         self._wakeup_scheduled = False
         wakeups, self._wakeups = self._wakeups, {}
-        for listener in self._listeners:
-            try:
-                for (topic, queue_id), max_offset in wakeups.items():
-                    listener(topic, queue_id, max_offset)
-            except Exception:  # a broken listener must not stop the others or the store
-                log.exception("dispatch listener %r failed", listener)
+        notify_listeners(self._listeners, wakeups)
 
     # --- reading -----------------------------------------------------------------------
 

@@ -116,6 +116,8 @@ class DefaultMessageStore:
         self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         #: True when the last start found the abort marker (a crash recovery ran).
         self.recovered_from_crash = False
+        #: The last put was refused for want of disk blocks (logged once until one succeeds).
+        self._reserve_failed = False
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -323,8 +325,14 @@ class DefaultMessageStore:
         return self.queues.find_or_create(topic, queue_id)
 
     def _disk_full(self, exc: StoreError) -> PutMessageResult:
-        log.error("refusing a put: %s", exc)
+        if not self._reserve_failed:  # one line per change of state, not one per put
+            log.error("refusing puts: disk full: %s", exc)
+            self._reserve_failed = True
         return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, remark=f"disk full: {exc}")
+
+    def _space_again(self) -> None:
+        self._reserve_failed = False
+        log.warning("disk space could be reserved again: accepting puts")
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         refused = self._refuse()
@@ -343,6 +351,8 @@ class DefaultMessageStore:
         except StoreError as exc:  # no room for the queue entry or the next CommitLog file
             return self._disk_full(exc)
         self.dispatcher.dispatch_one(rec)
+        if self._reserve_failed:
+            self._space_again()
         result = AppendMessageResult(
             AppendMessageStatus.PUT_OK, rec.commit_log_offset, rec.msg_size, msg.offset_msg_id, (msg.offset_msg_id,),
             rec.store_timestamp, rec.consume_queue_offset, 1,
@@ -368,6 +378,8 @@ class DefaultMessageStore:
         except StoreError as exc:  # no room for the queue entries or the next CommitLog file
             return self._disk_full(exc)
         self.dispatcher.dispatch_batch(records)
+        if self._reserve_failed:
+            self._space_again()
         prefix = offset_id_prefix(batch.store_host)
         ids = [f"{prefix}{r.commit_log_offset:016X}" for r in records]
         first, last = records[0], records[-1]
@@ -534,7 +546,13 @@ class DefaultMessageStore:
             mf.last_store_timestamp = commitlog.last_store_timestamp
             self._reput_offset = offset + size
         if batch:
-            self.dispatcher.dispatch(batch)
+            try:
+                self.dispatcher.dispatch(batch)
+            except StoreError as exc:
+                # No disk for the queue entries: the records are in the CommitLog; dispatch
+                # them again (entries already written are rewritten in place) with the next bytes.
+                log.error("replicated records not dispatched yet: %s", exc)
+                self._reput_offset = batch[0].commit_log_offset
 
     def get_max_phy_offset(self) -> int:
         return self.commitlog.max_offset

@@ -4,17 +4,20 @@ as far as the writes go: queues and index files never hold their whole size up f
 from __future__ import annotations
 
 import errno
+import logging
 import os
 from pathlib import Path
 
 import pytest
 
+from orbitmq.common.message import Message, MessageExtBatch
+from orbitmq.common.record import encode_batch
 from orbitmq.errors import StoreError
 from orbitmq.store import mapped_file
 from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.mapped_file import RESERVE_CHUNK, MappedFile
 from orbitmq.store.store import DefaultMessageStore
-from tests.store.helpers import message, small_config
+from tests.store.helpers import BORN_HOST, STORE_HOST, message, small_config
 
 
 def test_a_full_disk_refuses_the_new_file_and_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -80,7 +83,7 @@ async def test_a_queue_reserves_ahead_of_its_writes_as_it_grows(tmp_path: Path) 
         assert allocated(Path(mf.path)) >= mf.reserved - 4096
 
 
-async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Path, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
     async with DefaultMessageStore(small_config(tmp_path)) as store:
         assert (await store.put_message(message(topic="Old"))).is_ok
         end = store.get_max_phy_offset()
@@ -89,11 +92,20 @@ async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Pa
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         monkeypatch.setattr(mapped_file.os, "posix_fallocate", no_space)
-        refused = await store.put_message(message(topic="New"))
-        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
-        assert "disk full" in refused.remark
+        with caplog.at_level(logging.ERROR, logger="orbitmq.store.store"):
+            for _ in range(3):
+                refused = await store.put_message(message(topic="New"))
+                assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+                assert "disk full" in refused.remark
+            items = [Message("New", b"b%d" % i) for i in range(3)]
+            batch = MessageExtBatch(
+                topic="New", queue_id=1, body=encode_batch(items), born_host=BORN_HOST, store_host=STORE_HOST
+            )
+            assert (await store.put_messages(batch)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert len([r for r in caplog.records if "disk full" in r.getMessage()]) == 1, "one line, not one per put"
         assert store.get_max_phy_offset() == end
         assert store.get_max_offset_in_queue("New", 0) == 0
+        assert store.get_max_offset_in_queue("New", 1) == 0
         # A queue with reserved room left still takes messages.
         assert (await store.put_message(message(topic="Old"))).is_ok
         monkeypatch.undo()
