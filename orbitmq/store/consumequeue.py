@@ -146,6 +146,8 @@ class ConsumeQueue:
             self.min_logic_offset = pos  # as `_put_slow` does for a queue starting past 0
         last = log.get_last_for_append(pos)
         file_end = last.file_from_offset + last.file_size
+        if pos >= file_end:
+            return  # a gap past the last file (see `_put_slow`): dispatch reserves as it fills it
         last.reserve(min(end, file_end) - last.file_from_offset)
         if end > file_end:
             following = log.build_next()
