@@ -234,7 +234,7 @@ class MappedFile:
             os.fdatasync(self.fd)
             self.flushed_position = self.wrote_position
 
-    def truncate_after(self, position: int) -> None:
+    def truncate_after(self, position: int, reserve_whole: bool = False) -> None:
         """Make everything from `position` on zeros again and the write position `position`.
 
         Stale bytes past a recovered end must not survive: a later crash
@@ -242,10 +242,11 @@ class MappedFile:
         the file and growing it back lets the kernel zero the tail without us
         writing it (done only while no reader holds the file: at recovery).
         """
-        keep = self.reserved
+        keep = self.file_size if reserve_whole else self.reserved
         os.ftruncate(self.fd, position)
         os.ftruncate(self.fd, self.file_size)
-        # Shrinking gave the blocks past `position` back: take back what was reserved.
+        # Shrinking gave the blocks past `position` back: take back what was reserved
+        # (a CommitLog file: all of it, since its appends do not check `reserved`).
         self.reserved = 0
         self.reserve(max(keep, position))
         self.set_positions(position)

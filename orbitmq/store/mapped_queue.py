@@ -70,6 +70,12 @@ class MappedFileQueue:
                 if self.repaired_from is None:
                     self.repaired_from = offset_from_name(name)
             mf = MappedFile.open_existing(path, self.file_size)
+            if size < self.file_size and self._reserve is None:
+                try:
+                    mf.reserve(self.file_size)  # the grown part was sparse: a full disk fails here, not as SIGBUS
+                except StoreError:
+                    mf.close()
+                    raise
             if self.files and mf.file_from_offset != self.files[-1].file_from_offset + self.file_size:
                 raise StoreError(f"{path} does not follow {self.files[-1].path}: a file is missing")
             # Until recovery says otherwise every loaded file counts as full and flushed.
@@ -205,7 +211,7 @@ class MappedFileQueue:
             if end <= offset:
                 keep.append(mf)
             elif mf.file_from_offset <= offset:
-                mf.truncate_after(offset - mf.file_from_offset)
+                mf.truncate_after(offset - mf.file_from_offset, reserve_whole=self._reserve is None)
                 keep.append(mf)
             else:
                 mf.destroy()

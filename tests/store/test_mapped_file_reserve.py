@@ -16,6 +16,7 @@ from orbitmq.errors import StoreError
 from orbitmq.store import mapped_file
 from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.mapped_file import RESERVE_CHUNK, MappedFile
+from orbitmq.store.mapped_queue import MappedFileQueue
 from orbitmq.store.store import DefaultMessageStore
 from tests.store.helpers import BORN_HOST, STORE_HOST, message, small_config
 
@@ -112,3 +113,35 @@ async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Pa
         assert (await store.put_message(message(topic="New"))).is_ok
         with store.get_message("g", "New", 0, 0, 8) as got:
             assert got.message_count == 1
+
+
+def test_a_commit_log_file_cut_back_by_recovery_stays_reserved_whole(tmp_path: Path) -> None:
+    """CommitLog appends do not check `reserved`: every block of their file must stay allocated."""
+    size = 1 << 20
+    whole = MappedFileQueue(str(tmp_path / "commitlog"), size)
+    chunked = MappedFileQueue(str(tmp_path / "cq"), size, reserve=0)
+    try:
+        for log in (whole, chunked):
+            log.get_last_for_append().append(b"x" * 300_000)
+            log.truncate_dirty(1000)
+        assert allocated(Path(whole.files[0].path)) >= size
+        assert whole.files[0].reserved == size
+        # A queue file keeps what it had reserved (5 chunks for 300,000 bytes), no more.
+        assert chunked.files[0].reserved == 5 * RESERVE_CHUNK
+        assert allocated(Path(chunked.files[0].path)) <= 5 * RESERVE_CHUNK
+    finally:
+        whole.close()
+        chunked.close()
+
+
+def test_a_commit_log_file_found_short_is_reserved_again_when_loaded(tmp_path: Path) -> None:
+    size = 1 << 20
+    folder = tmp_path / "commitlog"
+    folder.mkdir()
+    (folder / mapped_file.file_name_for(0)).write_bytes(b"\0" * 4096)
+    log = MappedFileQueue(str(folder), size)
+    try:
+        log.load()
+        assert allocated(Path(log.files[0].path)) >= size
+    finally:
+        log.close()
