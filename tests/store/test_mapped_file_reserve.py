@@ -118,11 +118,15 @@ async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Pa
 def test_a_commit_log_file_cut_back_by_recovery_stays_reserved_whole(tmp_path: Path) -> None:
     """CommitLog appends do not check `reserved`: every block of their file must stay allocated."""
     size = 1 << 20
-    whole = MappedFileQueue(str(tmp_path / "commitlog"), size)
+    first = MappedFileQueue(str(tmp_path / "commitlog"), size)
+    first.get_last_for_append().append(b"x" * 300_000)
+    first.close()
+    whole = MappedFileQueue(str(tmp_path / "commitlog"), size)  # as at a restart: loaded, not created
+    whole.load()
     chunked = MappedFileQueue(str(tmp_path / "cq"), size, reserve=0)
+    chunked.get_last_for_append().append(b"x" * 300_000)
     try:
         for log in (whole, chunked):
-            log.get_last_for_append().append(b"x" * 300_000)
             log.truncate_dirty(1000)
         assert allocated(Path(whole.files[0].path)) >= size
         assert whole.files[0].reserved == size
