@@ -60,6 +60,10 @@ class ConsumeQueue:
         self.min_logic_offset = 0
         #: CommitLog offset just past the last record this queue points to.
         self.max_physic_offset = -1
+        #: True when the next entry at the end of the queue falls in reserved disk blocks, so a
+        #: put needs no `reserve_entries` call first. Kept by the append fast paths; anything
+        #: else leaves it False (the mapped writes check `reserved` themselves regardless).
+        self.room_for_next = False
 
     # --- positions -----------------------------------------------------------
 
@@ -86,7 +90,8 @@ class ConsumeQueue:
         if last is not None and last.end_offset == pos and last.wrote_position + CQ_UNIT_SIZE <= last.reserved:
             # The common case: append at the end of the last file.
             CQ_ENTRY.pack_into(last.view, last.wrote_position, phys_offset, size, tags_code)
-            last.wrote_position += CQ_UNIT_SIZE
+            wrote = last.wrote_position = last.wrote_position + CQ_UNIT_SIZE
+            self.room_for_next = wrote + CQ_UNIT_SIZE <= last.reserved
         elif pos < log.max_offset and pos >= log.min_offset:
             # Recovery dispatching a record again: rewrite the entry only if it differs,
             # so that replaying intact entries does not dirty their pages.
@@ -115,6 +120,7 @@ class ConsumeQueue:
             start = last.wrote_position
             last.view[start : start + n * CQ_UNIT_SIZE] = struct.pack(">" + "qiq" * n, *flat)
             last.wrote_position = start + n * CQ_UNIT_SIZE
+            self.room_for_next = last.wrote_position + CQ_UNIT_SIZE <= last.reserved
             phys, size, _ = entries[-1]
             self.max_physic_offset = max(self.max_physic_offset, phys + size)
             return
@@ -154,6 +160,7 @@ class ConsumeQueue:
             following.reserve(min(end - file_end, following.file_size))
 
     def _put_slow(self, pos: int, phys_offset: int, size: int, tags_code: int) -> None:
+        self.room_for_next = False
         log = self.log
         if log.files and pos < log.min_offset:
             return  # below the cleaned part of the queue: nothing to keep
@@ -210,6 +217,7 @@ class ConsumeQueue:
     def recover(self) -> None:
         """Find the written end: the first entry that is all zeros (or size <= 0)
         scanning from the third-last file, and drop what lies past it."""
+        self.room_for_next = False
         files = self.log.files
         if not files:
             return
@@ -232,6 +240,7 @@ class ConsumeQueue:
         """Drop entries pointing at or past CommitLog offset `phys_end` (they lost their records)."""
         if self.max_physic_offset < phys_end:
             return
+        self.room_for_next = False
         log = self.log
         cut = log.max_offset
         while cut > log.min_offset:

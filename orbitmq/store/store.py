@@ -324,6 +324,20 @@ class DefaultMessageStore:
             )
         return self.queues.find_or_create(topic, queue_id)
 
+    def _reserve_for_put(self, topic: str, queue_id: int, sys_flag: int) -> PutMessageResult | None:
+        """Reserve the queue entry of one put (the slow path of `put_message`); a refusal or None."""
+        tran = sys_flag & TRANSACTION_TYPE_MASK
+        if (tran == TRANSACTION_PREPARED_TYPE or tran == TRANSACTION_ROLLBACK_TYPE) and queue_id >= 0 and is_topic_dir(topic):
+            return None  # stored, never dispatched to a queue: no queue to make room in
+        cq = self._queue_for_put(topic, queue_id)
+        if isinstance(cq, PutMessageResult):
+            return cq
+        try:
+            cq.reserve_entries(self.commitlog.topic_queue_table.get((topic, queue_id), 0), 1)
+        except StoreError as exc:
+            return self._disk_full(exc)
+        return None
+
     def _disk_full(self, exc: StoreError) -> PutMessageResult:
         if not self._reserve_failed:  # one line per change of state, not one per put
             log.error("refusing puts: disk full: %s", exc)
@@ -338,17 +352,18 @@ class DefaultMessageStore:
         refused = self._refuse()
         if refused is not None:
             return refused
-        cq = self._queue_for_put(msg.topic, msg.queue_id)
-        if isinstance(cq, PutMessageResult):
-            return cq
-        try:
+        cq = self.queues.queues.get((msg.topic, msg.queue_id))
+        if cq is None or not cq.room_for_next:
             # Disk for the queue entry first: a full disk refuses the put before the CommitLog
             # holds a record its queue could not take.
-            cq.reserve_entries(self.commitlog.topic_queue_table.get((msg.topic, msg.queue_id), 0), 1)
+            refused = self._reserve_for_put(msg.topic, msg.queue_id, msg.sys_flag)
+            if refused is not None:
+                return refused
+        try:
             rec = self.commitlog.append_message(msg, self.clock_ms())
         except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
-        except StoreError as exc:  # no room for the queue entry or the next CommitLog file
+        except StoreError as exc:  # no room for the next CommitLog file
             return self._disk_full(exc)
         self.dispatcher.dispatch_one(rec)
         if self._reserve_failed:
