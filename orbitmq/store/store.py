@@ -327,7 +327,8 @@ class DefaultMessageStore:
     def _reserve_for_put(self, topic: str, queue_id: int, sys_flag: int) -> PutMessageResult | None:
         """Reserve the queue entry of one put (the slow path of `put_message`); a refusal or None."""
         tran = sys_flag & TRANSACTION_TYPE_MASK
-        if (tran == TRANSACTION_PREPARED_TYPE or tran == TRANSACTION_ROLLBACK_TYPE) and queue_id >= 0 and is_topic_dir(topic):
+        not_queued = tran == TRANSACTION_PREPARED_TYPE or tran == TRANSACTION_ROLLBACK_TYPE
+        if not_queued and queue_id >= 0 and is_topic_dir(topic):
             return None  # stored, never dispatched to a queue: no queue to make room in
         cq = self._queue_for_put(topic, queue_id)
         if isinstance(cq, PutMessageResult):
