@@ -15,6 +15,7 @@ from orbitmq.common.record import encode_batch
 from orbitmq.errors import StoreError
 from orbitmq.store import mapped_file
 from orbitmq.store.api import PutMessageStatus
+from orbitmq.store.indexfile import IndexService
 from orbitmq.store.mapped_file import RESERVE_CHUNK, MappedFile
 from orbitmq.store.mapped_queue import MappedFileQueue
 from orbitmq.store.store import DefaultMessageStore
@@ -149,3 +150,24 @@ def test_a_commit_log_file_found_short_is_reserved_again_when_loaded(tmp_path: P
         assert allocated(Path(log.files[0].path)) >= size
     finally:
         log.close()
+
+
+def test_an_index_without_disk_for_its_next_entries_drops_keys_with_one_log_line(
+    tmp_path: Path, monkeypatch, caplog  # type: ignore[no-untyped-def]
+) -> None:
+    service = IndexService(str(tmp_path / "index"), 64, 100_000)
+    try:
+        service.put("T", "k0", "", 0, 1_700_000_000_000, 0)
+        entries_reserved = RESERVE_CHUNK // 20
+
+        def no_space(fd: int, offset: int, size: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(mapped_file.os, "posix_fallocate", no_space)
+        with caplog.at_level(logging.ERROR, logger="orbitmq.store.indexfile"):
+            for i in range(1, entries_reserved + 50):
+                service.put("T", f"k{i}", "", i * 100, 1_700_000_000_000 + i, 0)
+        assert len([r for r in caplog.records if "keys not written" in r.getMessage()]) == 1
+        assert service.query_offsets("T", "k1", 4, 0, 2**62).phy_offsets == [100], "reserved entries were written"
+    finally:
+        service.close()
