@@ -21,7 +21,7 @@ _counter = itertools.count()
 def feature_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("features-dev")
     conf = root / "broker.conf"
-    # Small files: the store reserves whole files up front, and pytest keeps the last runs' folders.
+    # Small files: CommitLog files are reserved whole when created, and pytest keeps the last runs' folders.
     conf.write_text(
         f"messageDelayLevel={SHORT_LEVELS}\nenablePropertyFilter=true\n"
         "mappedFileSizeCommitLog=16777216\nmappedFileSizeConsumeQueue=120000\n"
