@@ -101,7 +101,7 @@ class StoreConfig:
     #: Most messages one query by key returns.
     max_msgs_num_batch: int = 64
     #: Also write zeros over a new mapped file (in the allocation thread) before appends reach it.
-    #: Off, as in RocketMQ: every new file already gets its blocks reserved with fallocate,
+    #: Off, as in RocketMQ: every new CommitLog file already gets its blocks reserved with fallocate,
     #: which brings a first write to a fresh page from ~2.6 to ~0.4 µs per KiB here; the
     #: zeros would bring it to ~0.25 µs at the price of writing every file twice.
     warm_mapped_file_enable: bool = False
