@@ -31,7 +31,6 @@ from orbitmq.common.record import (
     decode_record,
     encode_record_into,
     host_flags,
-    iter_batch_items,
     record_size,
 )
 from orbitmq.errors import CorruptRecord
@@ -48,6 +47,7 @@ from orbitmq.store.api import (
     QueryMessageResult,
     SelectMappedBufferResult,
 )
+from orbitmq.store.batch_records import batch_items
 from orbitmq.store.commitlog import AppendFailure
 from orbitmq.store.config import BrokerRole, StoreConfig
 from orbitmq.store.dispatch import is_topic_dir, notify_listeners
@@ -223,19 +223,17 @@ class MemoryMessageStore:
         end = self._end  # where the next item's record will start
         try:
             topic = self._check_common(batch.topic, len(batch.body))
-            items = list(iter_batch_items(batch.body)) if batch.body else []
-            if not items:
-                raise AppendFailure(PutMessageStatus.MESSAGE_ILLEGAL, "batch body holds no message")
-            for i, item in enumerate(items):
-                props = _merge_properties(bytes(item.properties), extra)
+            try:
+                items = batch_items(batch.body, extra, mc.MAX_PROPERTIES_BYTES)
+            except ValueError as exc:  # the file store's own check of a batch body
+                raise AppendFailure(PutMessageStatus[exc.args[0]], exc.args[1]) from None
+            for i, (flag, body, props) in enumerate(items):
                 record = self._encode(
-                    end, topic, item.body, props, batch.queue_id, item.flag, first_queue_offset + i, sys_flag,
+                    end, topic, body, props, batch.queue_id, flag, first_queue_offset + i, sys_flag,
                     batch.born_timestamp, batch.born_host, store_ts, batch.store_host,
                 )
                 records.append((record, props))
                 end += len(record)
-        except CorruptRecord as exc:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark=f"bad batch body: {exc}")
         except AppendFailure as exc:
             return PutMessageResult(exc.status, remark=exc.remark)
         if end - self._end > self.config.max_record_size:
@@ -497,15 +495,6 @@ class MemoryMessageStore:
                 decode_record(self._records[0], with_body=False).store_timestamp if self._records else -1
             ),
         }
-
-
-def _merge_properties(own: bytes, extra: bytes) -> bytes:
-    """An item's properties followed by the batch's own (as the file store joins them)."""
-    if not extra:
-        return own
-    if not own:
-        return extra
-    return own + extra if own.endswith(b"\x02") else own + b"\x02" + extra
 
 
 if TYPE_CHECKING:  # both stores satisfy the protocol (checked by mypy)
