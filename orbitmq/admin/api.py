@@ -33,16 +33,18 @@ from orbitmq.admin.models import (
     SendResult,
     SubscriptionGroupConfig,
     TopicConfig,
-    TopicRoute,
+    TopicRouteData,
 )
 from orbitmq.client.acl import AclCredentials, make_remoting_client
+from orbitmq.client.api import MQClientAPI
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
-from orbitmq.errors import BrokerError, ClientError, ConnectError, RemotingError
+from orbitmq.errors import BrokerError, ClientError, ConnectError, CorruptRecord, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.headers import CreateTopicRequestHeader
 from orbitmq.remoting.tls import TlsSettings
 
 #: Group names the tools use when the user names none (RocketMQ's tools use
@@ -53,13 +55,6 @@ TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
 # Pull sysflag bit (§3.2): the request carries its own subscription, so the
 # broker needs no heartbeat from the tool.
 _PULL_FLAG_SUBSCRIPTION = 0x04
-
-_PULL_STATUS = {
-    ResponseCode.SUCCESS: "FOUND",
-    ResponseCode.PULL_NOT_FOUND: "NO_NEW_MSG",
-    ResponseCode.PULL_RETRY_IMMEDIATELY: "NO_MATCHED_MSG",
-    ResponseCode.PULL_OFFSET_MOVED: "OFFSET_ILLEGAL",
-}
 
 _SEND_STATUS = {
     ResponseCode.SUCCESS: "SEND_OK",
@@ -155,14 +150,20 @@ class AdminClient:
 
     # --- NameServer -------------------------------------------------------------
 
-    async def topic_route(self, topic: str) -> TopicRoute:
-        """The topic's route; TopicNotExist when no NameServer knows it."""
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        """The topic's route, brokers in name order; TopicNotExist when no NameServer knows it."""
         response = await self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        return TopicRoute.from_json(topic, wire.json_object(response.body_bytes()))
+        try:
+            return TopicRouteData.from_json(wire.json_object(response.body_bytes())).sorted()
+        except ValueError as exc:
+            raise wire.bad_body(f"topic route: {exc}") from None
 
     async def cluster_info(self) -> ClusterInfo:
         response = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
-        return ClusterInfo.from_json(wire.json_object(response.body_bytes()))
+        try:
+            return ClusterInfo.from_json(wire.json_object(response.body_bytes()))
+        except ValueError as exc:
+            raise wire.bad_body(f"cluster info: {exc}") from None
 
     async def topic_list(self, cluster: str | None = None) -> list[str]:
         """All topic names the NameServer knows, or those on `cluster`'s brokers, sorted."""
@@ -195,8 +196,14 @@ class AdminClient:
 
     # --- topics and brokers -------------------------------------------------------
 
-    async def create_topic(self, broker_addr: str, config: TopicConfig) -> None:
-        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, config.to_ext_fields())
+    async def create_topic(self, broker_addr: str, config: TopicConfig, default_topic: str = "TBW102") -> None:
+        """UPDATE_AND_CREATE_TOPIC with the config's queues, perm, filter type, sysflag and order."""
+        header = CreateTopicRequestHeader(
+            topic=config.topic_name, default_topic=default_topic, read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,
+            order=config.order, topic_sys_flag=config.topic_sys_flag,
+        )
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
 
     async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
         await self._call(broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
@@ -402,31 +409,14 @@ class AdminClient:
         group: str = TOOLS_CONSUMER_GROUP,
     ) -> PullResult:
         """One non-suspending PULL_MESSAGE with subscription `*`; never commits an offset."""
-        fields = {
-            "consumerGroup": group,
-            "topic": queue.topic,
-            "queueId": str(queue.queue_id),
-            "queueOffset": str(offset),
-            "maxMsgNums": str(max_nums),
-            "sysFlag": str(_PULL_FLAG_SUBSCRIPTION),
-            "commitOffset": "0",
-            "suspendTimeoutMillis": "0",
-            "subscription": "*",
-            "subVersion": "0",
-            "expressionType": "TAG",
-            "bname": queue.broker_name,
-        }
-        response = await self._call(broker_addr, RequestCode.PULL_MESSAGE, fields, ok=tuple(_PULL_STATUS))
-        messages: tuple[MessageExt, ...] = ()
-        if response.code == ResponseCode.SUCCESS:
-            messages = tuple(wire.decode_messages(response.body_bytes()))
-        return PullResult(
-            _PULL_STATUS[ResponseCode(response.code)],
-            int(response.field("nextBeginOffset", str(offset)) or offset),
-            int(response.field("minOffset", "0") or 0),
-            int(response.field("maxOffset", "0") or 0),
-            messages,
-        )
+        api = MQClientAPI(self._remoting, self.timeout)
+        try:
+            return await api.pull(
+                broker_addr, queue, group=group, offset=offset, max_nums=max_nums, sys_flag=_PULL_FLAG_SUBSCRIPTION,
+                commit_offset=0, suspend_ms=0, sub_expression="*", sub_version=0, timeout=self.timeout,
+            )
+        except (CorruptRecord, ClientError, ValueError) as exc:
+            raise wire.bad_body(f"pull answer: {exc}") from None
 
     async def view_message(self, broker_addr: str, commit_log_offset: int) -> MessageExt:
         """VIEW_MESSAGE_BY_ID: the record at a commit-log offset."""
@@ -479,7 +469,7 @@ class AdminClient:
     ) -> tuple[str, MessageQueue]:
         """(broker address, queue) for a send: the given broker/queue, or a random writable queue."""
         route = await self.topic_route(topic)
-        queues = route.write_queues()
+        queues = route.write_queues(topic)
         if broker_name is not None:
             queues = [q for q in queues if q.broker_name == broker_name]
         if queue_id is not None:

@@ -5,70 +5,18 @@ Persisted by the broker as subscriptionGroup.json (`{"dataVersion":…,
 unknown to the table is created on first use when autoCreateSubscriptionGroup
 is on; otherwise requests for it fail with SUBSCRIPTION_GROUP_NOT_EXIST.
 
-Owned by the broker's event loop; not thread-safe.
+Owned by the broker's event loop; not thread-safe. `SubscriptionGroupConfig` itself is
+`orbitmq.common.subscription_group` (re-exported here).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from orbitmq.broker.dataversion import DataVersion
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionGroupConfig:
-    """A consumer group's settings with RocketMQ's defaults (§4.13)."""
-
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id,
-            "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable,
-            "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times,
-            "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
-        """Read the JSON shape; missing fields take the defaults. Raises ValueError without a name."""
-        name = obj.get("groupName")
-        if not isinstance(name, str) or not name:
-            raise ValueError("subscription group config has no groupName")
-
-        def flag(key: str, default: bool) -> bool:
-            value = obj.get(key, default)
-            if isinstance(value, str):
-                return value.lower() == "true"
-            return bool(value)
-
-        return cls(
-            group_name=name,
-            consume_enable=flag("consumeEnable", True),
-            consume_from_min_enable=flag("consumeFromMinEnable", True),
-            consume_broadcast_enable=flag("consumeBroadcastEnable", True),
-            retry_queue_nums=int(obj.get("retryQueueNums", 1)),
-            retry_max_times=int(obj.get("retryMaxTimes", 16)),
-            broker_id=int(obj.get("brokerId", 0)),
-            which_broker_when_consume_slowly=int(obj.get("whichBrokerWhenConsumeSlowly", 1)),
-            notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
-        )
+from orbitmq.common.dataversion import DataVersion
+from orbitmq.common.subscription_group import SubscriptionGroupConfig
 
 
 class SubscriptionGroupTable:
@@ -124,3 +72,6 @@ class SubscriptionGroupTable:
             config = SubscriptionGroupConfig.from_json({"groupName": name, **raw})
             self._groups[config.group_name] = config
         self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+
+
+__all__ = ["SubscriptionGroupConfig", "SubscriptionGroupTable"]

@@ -6,79 +6,21 @@ see that the topic set changed. It never touches a file: the broker persists
 `data_version` moved. Topic names are validated before they enter the table,
 so no name can become a path outside the store.
 
-Owned by the broker's event loop; not thread-safe.
+Owned by the broker's event loop; not thread-safe. `TopicConfig` itself is
+`orbitmq.common.topic_config` (re-exported here with the filter type names).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from orbitmq.broker.dataversion import DataVersion
 from orbitmq.common import names
+from orbitmq.common.dataversion import DataVersion
 from orbitmq.common.names import PERM_INHERIT, PERM_READ, PERM_WRITE
-
-SINGLE_TAG = "SINGLE_TAG"
-MULTI_TAG = "MULTI_TAG"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    """One topic's queues and flags, with RocketMQ's defaults (16/16 queues, perm RW)."""
-
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
-    topic_filter_type: str = SINGLE_TAG
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    @property
-    def readable(self) -> bool:
-        return bool(self.perm & PERM_READ)
-
-    @property
-    def writable(self) -> bool:
-        return bool(self.perm & PERM_WRITE)
-
-    @property
-    def inheritable(self) -> bool:
-        return bool(self.perm & PERM_INHERIT)
-
-    def __str__(self) -> str:
-        """TopicConfig.toString() of RocketMQ, which error remarks quote (perm as R/W/X letters)."""
-        perm = ("R" if self.readable else "-") + ("W" if self.writable else "-") + ("X" if self.inheritable else "-")
-        return (
-            f"TopicConfig [topicName={self.topic_name}, readQueueNums={self.read_queue_nums}, "
-            f"writeQueueNums={self.write_queue_nums}, perm={perm}, topicFilterType={self.topic_filter_type}, "
-            f"topicSysFlag={self.topic_sys_flag}, order={'true' if self.order else 'false'}]"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type,
-            "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> TopicConfig:
-        return cls(
-            topic_name=str(obj["topicName"]),
-            read_queue_nums=int(obj.get("readQueueNums", 16)),
-            write_queue_nums=int(obj.get("writeQueueNums", 16)),
-            perm=int(obj.get("perm", 6)),
-            topic_filter_type=str(obj.get("topicFilterType") or SINGLE_TAG),
-            topic_sys_flag=int(obj.get("topicSysFlag", 0)),
-            order=bool(obj.get("order", False)),
-        )
+from orbitmq.common.topic_config import MULTI_TAG, SINGLE_TAG, TopicConfig
 
 
 class TopicTable:
@@ -220,7 +162,10 @@ class TopicTable:
         table = obj.get("topicConfigTable") or {}
         self._topics = {}
         for name, raw in table.items():
-            config = TopicConfig.from_json({**raw, "topicName": raw.get("topicName", name)})
+            config = TopicConfig.from_json(raw, name)
             if not names.validate_topic(config.topic_name):
                 self._topics[config.topic_name] = config
         self.data_version = DataVersion.from_json(obj.get("dataVersion"))
+
+
+__all__ = ["MULTI_TAG", "PERM_INHERIT", "PERM_READ", "PERM_WRITE", "SINGLE_TAG", "TopicConfig", "TopicTable"]

@@ -15,7 +15,7 @@ import orjson
 
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PULL_STATUS_BY_CODE, PullResult, PullStatus
-from orbitmq.client.routes import TopicRouteData
+from orbitmq.client.routes import TopicRouteData, parse_route
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import iter_records
 from orbitmq.errors import BrokerError, ClientError
@@ -77,7 +77,7 @@ class MQClientAPI:
         body = resp.body_bytes()
         if not body:
             raise BrokerError.for_code(17, f"empty route for topic {topic}")
-        return TopicRouteData.parse(body)
+        return parse_route(body)
 
     # --- heartbeat and client registration ----------------------------------
 
@@ -128,9 +128,12 @@ class MQClientAPI:
     async def pull(
         self, addr: str, mq: MessageQueue, *, group: str, offset: int, max_nums: int, sys_flag: int,
         commit_offset: int, suspend_ms: int, sub_expression: str | None, sub_version: int,
-        expression_type: str = "TAG", timeout: float,
+        expression_type: str = "TAG", timeout: float, decode: bool = True,
     ) -> PullResult:
-        """PULL_MESSAGE; FOUND results carry the decoded messages (not yet tag-filtered)."""
+        """PULL_MESSAGE; FOUND results carry the decoded messages (not yet tag-filtered).
+
+        With `decode=False` they carry the raw records in `message_binary` instead.
+        """
         resp = await self.invoke(
             addr, RequestCode.PULL_MESSAGE,
             _fields(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, queueOffset=offset,
@@ -142,17 +145,23 @@ class MQClientAPI:
         status = PULL_STATUS_BY_CODE.get(resp.code)
         if status is None:
             raise BrokerError.for_code(resp.code, resp.remark)
-        result = PullResult(
+        messages: list[MessageExt] = []
+        binary = b""
+        if status is PullStatus.FOUND and resp.body is not None:
+            if decode:
+                body = resp.body if isinstance(resp.body, (bytes, bytearray, memoryview)) else resp.body_bytes()
+                messages = list(iter_records(body))
+            else:
+                binary = resp.body_bytes()
+        return PullResult(
             status,
             _long(resp, "nextBeginOffset"),
             _long(resp, "minOffset"),
             _long(resp, "maxOffset"),
+            messages,
             suggest_which_broker_id=int(resp.field("suggestWhichBrokerId") or 0),
+            message_binary=binary,
         )
-        if status is PullStatus.FOUND and resp.body is not None:
-            body = resp.body if isinstance(resp.body, (bytes, bytearray, memoryview)) else resp.body_bytes()
-            result.messages = list(iter_records(body))
-        return result
 
     # --- offsets ---------------------------------------------------------------
 

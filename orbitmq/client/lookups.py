@@ -32,7 +32,7 @@ class Lookups:
         errors: list[str] = []
         created = 0
         for broker in route.broker_datas:
-            addr = broker.master_addr()
+            addr = broker.master_addr
             if addr is None:
                 continue
             try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from orbitmq.client.config import ConsumeFromWhere, ConsumerConfig
 from orbitmq.client.instance import ClientInstance
@@ -117,7 +118,7 @@ class PullHelper:
                     msg.properties[mc.MIN_OFFSET] = low
                     msg.properties[mc.MAX_OFFSET] = high
                     kept.append(msg)
-            result.messages = kept
+            result = replace(result, messages=kept)
         return result
 
     async def send_back(self, msg: MessageExt, mq: MessageQueue, *, delay_level: int, max_reconsume: int) -> bool:

@@ -1,12 +1,15 @@
-"""Results handed to applications: send results, pull results, consume results."""
+"""Results handed to applications: send results, pull results, consume results.
+
+`PullResult` and `PullStatus` are `orbitmq.common.pull`'s, re-exported here.
+"""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from orbitmq.client.queue import MessageQueue
-from orbitmq.common.message import MessageExt
+from orbitmq.common.pull import PullResult, PullStatus
 
 
 class SendStatus(str, enum.Enum):
@@ -40,13 +43,6 @@ class SendResult:
     trace_on: bool = True
 
 
-class PullStatus(str, enum.Enum):
-    FOUND = "FOUND"
-    NO_NEW_MSG = "NO_NEW_MSG"
-    NO_MATCHED_MSG = "NO_MATCHED_MSG"
-    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
-
-
 #: Pull response codes and what they mean to a client (§3.2).
 PULL_STATUS_BY_CODE: dict[int, PullStatus] = {
     0: PullStatus.FOUND,
@@ -54,16 +50,6 @@ PULL_STATUS_BY_CODE: dict[int, PullStatus] = {
     20: PullStatus.NO_MATCHED_MSG,
     21: PullStatus.OFFSET_ILLEGAL,
 }
-
-
-@dataclass
-class PullResult:
-    status: PullStatus
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    messages: list[MessageExt] = field(default_factory=list)
-    suggest_which_broker_id: int = 0
 
 
 class ConsumeResult(str, enum.Enum):
@@ -78,3 +64,15 @@ class ConsumeOrderlyResult(str, enum.Enum):
 
     SUCCESS = "SUCCESS"
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+__all__ = [
+    "PULL_STATUS_BY_CODE",
+    "SEND_STATUS_BY_CODE",
+    "ConsumeOrderlyResult",
+    "ConsumeResult",
+    "PullResult",
+    "PullStatus",
+    "SendResult",
+    "SendStatus",
+]

@@ -25,17 +25,12 @@ from typing import Any
 
 import orjson
 
+from orbitmq.common.dataversion import DataVersion
 from orbitmq.common.jsonbody import dumps_legacy, dumps_route_standard
 from orbitmq.common.jsonbody import loads as lenient_loads
+from orbitmq.common.route import ClusterInfo, TopicRouteData
+from orbitmq.common.topic_config import TopicConfig
 from orbitmq.errors import OrbitMQError
-from orbitmq.namesrv.routes import (
-    BrokerData,
-    ClusterInfo,
-    DataVersion,
-    QueueData,
-    TopicConfig,
-    TopicRouteData,
-)
 
 #: A compressed registration of 10 000 topics inflates to about 400 KiB; this
 #: bound stops a small hostile body from inflating into gigabytes.
@@ -56,42 +51,14 @@ def _dumps(value: Any, standard: bool = False) -> bytes:
     return dumps_route_standard(value) if standard else dumps_legacy(value)
 
 
-def _queue_data(qd: QueueData) -> dict[str, Any]:
-    return {
-        "brokerName": qd.broker_name,
-        "perm": qd.perm,
-        "readQueueNums": qd.read_queue_nums,
-        "topicSysFlag": qd.topic_sys_flag,
-        "writeQueueNums": qd.write_queue_nums,
-    }
-
-
-def _broker_data(bd: BrokerData) -> dict[str, Any]:
-    return {"brokerAddrs": dict(bd.broker_addrs), "brokerName": bd.broker_name, "cluster": bd.cluster}
-
-
 def encode_route(route: TopicRouteData, *, standard: bool) -> bytes:
     """TopicRouteData in the legacy fastjson form or the standard form (§4.2)."""
-    return _dumps(
-        {
-            "brokerDatas": [_broker_data(b) for b in route.broker_datas],
-            # Filter servers are gone from RocketMQ; clients expect an empty map.
-            "filterServerTable": {},
-            "orderTopicConf": route.order_topic_conf,
-            "queueDatas": [_queue_data(q) for q in route.queue_datas],
-        },
-        standard,
-    )
+    return route.encode(standard=standard)
 
 
 def encode_cluster_info(info: ClusterInfo) -> bytes:
     """ClusterInfo, always in the legacy form as RocketMQ sends it (§4.3)."""
-    return _dumps(
-        {
-            "brokerAddrTable": {name: _broker_data(b) for name, b in info.broker_addr_table.items()},
-            "clusterAddrTable": {c: list(names) for c, names in info.cluster_addr_table.items()},
-        }
-    )
+    return info.encode()
 
 
 def encode_topic_list(topics: Iterable[str], broker_addr: str | None = None) -> bytes:
@@ -117,18 +84,6 @@ def _object(value: object, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _int(obj: Mapping[str, Any], name: str, default: int) -> int:
-    value = obj.get(name, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise BodyError(f"{name} is not an integer: {value!r}")
-    try:
-        return int(value)
-    except ValueError:
-        raise BodyError(f"{name} is not an integer: {value!r}") from None
-
-
 def parse_json(data: bytes, what: str) -> Any:
     # Java peers send standard JSON, other SDKs sometimes fastjson's lenient
     # dialect; the lenient reader takes both.
@@ -141,24 +96,10 @@ def parse_json(data: bytes, what: str) -> Any:
 def decode_data_version(data: bytes | Mapping[str, Any]) -> DataVersion:
     """A DataVersion from its JSON bytes (or an already parsed object)."""
     obj = _object(data if isinstance(data, Mapping) else parse_json(data, "dataVersion"), "dataVersion")
-    return DataVersion(timestamp=_int(obj, "timestamp", 0), counter=_int(obj, "counter", 0))
-
-
-def _topic_config(name: str, obj: Mapping[str, Any]) -> TopicConfig:
-    topic_name = obj.get("topicName") or name
-    if not isinstance(topic_name, str):
-        raise BodyError(f"topicName is not a string: {topic_name!r}")
-    filter_type = obj.get("topicFilterType") or "SINGLE_TAG"
-    order = obj.get("order", False)
-    return TopicConfig(
-        topic_name=topic_name,
-        read_queue_nums=_int(obj, "readQueueNums", 16),
-        write_queue_nums=_int(obj, "writeQueueNums", 16),
-        perm=_int(obj, "perm", 6),
-        topic_filter_type=str(filter_type),
-        topic_sys_flag=_int(obj, "topicSysFlag", 0),
-        order=order is True or order == "true",
-    )
+    try:
+        return DataVersion.from_json(obj)
+    except ValueError as exc:
+        raise BodyError(str(exc)) from None
 
 
 def decode_topic_config_wrapper(obj: object) -> tuple[DataVersion, dict[str, TopicConfig]]:
@@ -166,7 +107,10 @@ def decode_topic_config_wrapper(obj: object) -> tuple[DataVersion, dict[str, Top
     wrapper = _object(obj, "topicConfigSerializeWrapper")
     version = decode_data_version(_object(wrapper.get("dataVersion") or {}, "dataVersion"))
     table = _object(wrapper.get("topicConfigTable") or {}, "topicConfigTable")
-    return version, {str(k): _topic_config(str(k), _object(v, f"topic config {k}")) for k, v in table.items()}
+    try:
+        return version, {str(k): TopicConfig.from_json(v, str(k)) for k, v in table.items()}
+    except ValueError as exc:
+        raise BodyError(str(exc)) from None
 
 
 def decode_register_body(

@@ -7,7 +7,7 @@ server's event loop is the only caller, so the tables need no lock.
 Tables (keys as RocketMQ has them):
 
 * topic -> {brokerName -> QueueData}: built from master registrations only;
-* brokerName -> BrokerData (cluster, brokerName, brokerId -> "ip:port");
+* brokerName -> cluster and brokerId -> "ip:port" (answered as BrokerData);
 * clusterName -> set of brokerNames;
 * brokerAddr -> BrokerLiveInfo (last update, data version, HA address, connection).
 
@@ -21,14 +21,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-MASTER_ID = 0
-
-PERM_READ = 4
-PERM_WRITE = 2
-
-# TopicSysFlag bits (protocol reference §6.3).
-FLAG_UNIT = 1
-FLAG_UNIT_SUB = 2
+from orbitmq.common.dataversion import DataVersion
+from orbitmq.common.names import PERM_READ, PERM_WRITE
+from orbitmq.common.names import TOPIC_FLAG_UNIT as FLAG_UNIT
+from orbitmq.common.names import TOPIC_FLAG_UNIT_SUB as FLAG_UNIT_SUB
+from orbitmq.common.route import MASTER_ID, BrokerData, ClusterInfo, QueueData, TopicRouteData
+from orbitmq.common.topic_config import TopicConfig
 
 #: RocketMQ's BROKER_CHANNEL_EXPIRED_TIME: a broker heartbeats every 30 s, so
 #: four missed heartbeats mean it is gone.
@@ -39,60 +37,16 @@ def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class DataVersion:
-    """A broker's topic-config version; equal versions mean an unchanged topic set."""
-
-    timestamp: int = 0
-    counter: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    """The part of a broker's TopicConfig the NameServer reads (defaults are RocketMQ's)."""
-
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class QueueData:
-    broker_name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_sys_flag: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerData:
-    """One broker name's cluster and addresses; `broker_addrs` is a private copy."""
+@dataclass(slots=True)
+class _Broker:
+    """One broker name's cluster and addresses as the table keeps them (changed in place)."""
 
     cluster: str
-    broker_name: str
-    broker_addrs: dict[int, str]
+    addrs: dict[int, str]
 
-
-@dataclass(frozen=True, slots=True)
-class TopicRouteData:
-    """What GET_ROUTEINFO_BY_TOPIC answers (protocol reference §4.2)."""
-
-    queue_datas: list[QueueData]
-    broker_datas: list[BrokerData]
-    order_topic_conf: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterInfo:
-    """What GET_BROKER_CLUSTER_INFO answers (protocol reference §4.3)."""
-
-    broker_addr_table: dict[str, BrokerData]
-    cluster_addr_table: dict[str, list[str]]
+    def data(self, broker_name: str) -> BrokerData:
+        """A frozen copy for answers; later changes to the table do not leak into it."""
+        return BrokerData(self.cluster, broker_name, dict(self.addrs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +72,7 @@ class BrokerRegistration:
     broker_name: str
     broker_id: int
     ha_server_addr: str = ""
-    data_version: DataVersion = DataVersion()
+    data_version: DataVersion = field(default_factory=DataVersion)
     topic_configs: Mapping[str, TopicConfig] | None = None
     filter_server_list: tuple[str, ...] = ()
     connection_id: int | None = None
@@ -140,7 +94,7 @@ class RouteTable:
     clock: Callable[[], int] = _monotonic_ms
     default_expiry_ms: int = DEFAULT_BROKER_EXPIRY_MS
     _topics: dict[str, dict[str, QueueData]] = field(default_factory=dict)
-    _brokers: dict[str, BrokerData] = field(default_factory=dict)
+    _brokers: dict[str, _Broker] = field(default_factory=dict)
     _clusters: dict[str, set[str]] = field(default_factory=dict)
     _live: dict[str, BrokerLiveInfo] = field(default_factory=dict)
 
@@ -156,20 +110,20 @@ class RouteTable:
         # An address serves one broker: if it was registered under another name
         # (a broker restarted with a new brokerName), that entry is stale.
         for name, other in list(self._brokers.items()):
-            if name != reg.broker_name and reg.broker_addr in other.broker_addrs.values():
+            if name != reg.broker_name and reg.broker_addr in other.addrs.values():
                 self._drop_addr(name, reg.broker_addr)
         self._clusters.setdefault(reg.cluster_name, set()).add(reg.broker_name)
         broker = self._brokers.get(reg.broker_name)
         if broker is None:
-            broker = BrokerData(reg.cluster_name, reg.broker_name, {})
+            broker = _Broker(reg.cluster_name, {})
             self._brokers[reg.broker_name] = broker
         # One address has one id: a slave promoted to master re-registers with
         # id 0 from the same address, and its old id must go.
-        for old_id in [i for i, a in broker.broker_addrs.items() if a == reg.broker_addr and i != reg.broker_id]:
-            del broker.broker_addrs[old_id]
-        replaced = broker.broker_addrs.get(reg.broker_id)
+        for old_id in [i for i, a in broker.addrs.items() if a == reg.broker_addr and i != reg.broker_id]:
+            del broker.addrs[old_id]
+        replaced = broker.addrs.get(reg.broker_id)
         first = replaced is None  # this id's first registration (RocketMQ's registerFirst)
-        broker.broker_addrs[reg.broker_id] = reg.broker_addr
+        broker.addrs[reg.broker_id] = reg.broker_addr
         if replaced is not None and replaced != reg.broker_addr:
             # Another address took over this id (a master moved); the old one is no broker now.
             self._live.pop(replaced, None)
@@ -187,7 +141,7 @@ class RouteTable:
         )
 
         if reg.broker_id != MASTER_ID:
-            master_addr = broker.broker_addrs.get(MASTER_ID)
+            master_addr = broker.addrs.get(MASTER_ID)
             master = self._live.get(master_addr) if master_addr else None
             if master is not None:
                 return RegisterResult(master_addr=master_addr, ha_server_addr=master.ha_server_addr)
@@ -264,9 +218,9 @@ class RouteTable:
     def _drop_addr(self, broker_name: str, broker_addr: str) -> None:
         """Remove an address from one broker name; the name, its clusters and topics go when it was the last."""
         broker = self._brokers[broker_name]
-        for i in [i for i, a in broker.broker_addrs.items() if a == broker_addr]:
-            del broker.broker_addrs[i]
-        if broker.broker_addrs:
+        for i in [i for i, a in broker.addrs.items() if a == broker_addr]:
+            del broker.addrs[i]
+        if broker.addrs:
             return
         del self._brokers[broker_name]
         for cluster, names in list(self._clusters.items()):
@@ -292,19 +246,15 @@ class RouteTable:
         queues = self._topics.get(topic)
         if not queues:
             return None
-        brokers = [
-            BrokerData(b.cluster, b.broker_name, dict(b.broker_addrs))
-            for b in (self._brokers.get(name) for name in queues)
-            if b is not None
-        ]
+        brokers = tuple(b.data(name) for name in queues if (b := self._brokers.get(name)) is not None)
         if not brokers:
             return None
-        return TopicRouteData(list(queues.values()), brokers)
+        return TopicRouteData(tuple(queues.values()), brokers)
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(
-            {name: BrokerData(b.cluster, b.broker_name, dict(b.broker_addrs)) for name, b in self._brokers.items()},
-            {cluster: sorted(names) for cluster, names in self._clusters.items()},
+            {name: b.data(name) for name, b in self._brokers.items()},
+            {cluster: tuple(sorted(names)) for cluster, names in self._clusters.items()},
         )
 
     def all_topics(self) -> list[str]:
@@ -323,7 +273,7 @@ class RouteTable:
         for cluster, names in self._clusters.items():
             topics.append(cluster)
             topics.extend(sorted(names))
-        addr = next((a for b in self._brokers.values() for a in b.broker_addrs.values()), None)
+        addr = next((a for b in self._brokers.values() for a in b.addrs.values()), None)
         return topics, addr
 
     def unit_topics(self) -> list[str]:
@@ -375,3 +325,18 @@ class RouteTable:
     def broker_addrs(self) -> Iterable[str]:
         """Addresses of every live broker."""
         return list(self._live)
+
+
+__all__ = [
+    "MASTER_ID",
+    "BrokerData",
+    "BrokerLiveInfo",
+    "BrokerRegistration",
+    "ClusterInfo",
+    "DataVersion",
+    "QueueData",
+    "RegisterResult",
+    "RouteTable",
+    "TopicConfig",
+    "TopicRouteData",
+]

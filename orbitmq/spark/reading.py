@@ -12,8 +12,9 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from orbitmq.common.pull import PullStatus
 from orbitmq.errors import CorruptRecord
-from orbitmq.spark.cluster import Cluster, PullStatus
+from orbitmq.spark.cluster import Cluster
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.spark.options import SourceOptions
 from orbitmq.spark.positions import DataLossError, QueueRange, first_offset_at
@@ -79,17 +80,17 @@ def _pull_range(c: Cluster, options: SourceOptions, r: QueueRange) -> Iterator[p
                 break  # the previous span came back short: fill the gap first
             limit = r.end if span == 0 else min(r.end, base + span)
             if res.status is PullStatus.FOUND:
-                _, last = decode_into(cols, res.body, end_offset=limit, accept_tag=accept, include_properties=include)
-                reached = max(res.next_offset, offset if last is None else last + 1)
+                _, last = decode_into(cols, res.message_binary, end_offset=limit, accept_tag=accept, include_properties=include)
+                reached = max(res.next_begin_offset, offset if last is None else last + 1)
                 if reached <= offset:
                     raise CorruptRecord(f"pull at {offset} of {r.queue.topic}/{r.queue.key} did not advance")
                 if span == 0:
                     span = max(1, reached - offset)
                 offset = min(reached, limit)
             elif res.status is PullStatus.NO_MATCHED_MSG:
-                if res.next_offset <= offset:
+                if res.next_begin_offset <= offset:
                     raise CorruptRecord(f"broker did not advance past filtered offset {offset} of {r.queue.key}")
-                offset = min(res.next_offset, limit)
+                offset = min(res.next_begin_offset, limit)
             elif res.status is PullStatus.OFFSET_ILLEGAL and offset < res.min_offset:
                 if not r.from_earliest:
                     _lost(options, r, f"offsets {offset}..{res.min_offset - 1} were removed (min offset now "
@@ -116,7 +117,7 @@ def offset_for_time(c: Cluster, options: SourceOptions, q: QueueRef, ts_ms: int,
         res = c.pull(q, offset, 1, group=options.pull_group)
         if res.status is not PullStatus.FOUND:
             return None
-        for found, store in store_timestamps(res.body):
+        for found, store in store_timestamps(res.message_binary):
             if found == offset:
                 return store
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orbitmq.admin import wire
-from orbitmq.admin.models import ClusterInfo, ConsumerConnection, TopicRoute
+from orbitmq.admin.models import ClusterInfo, ConsumerConnection, TopicRouteData
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import encode_record
@@ -21,13 +21,13 @@ LEGACY_ROUTE = (
 
 
 def test_route_with_bare_numeric_keys_yields_masters_and_queues() -> None:
-    route = TopicRoute.from_json("T", wire.json_object(LEGACY_ROUTE))
+    route = TopicRouteData.from_json(wire.json_object(LEGACY_ROUTE)).sorted()
     assert [b.broker_name for b in route.broker_datas] == ["broker-a", "broker-b"]
     # broker-a has only a slave: no master, so no queue to write to.
     assert route.master_addrs() == {"broker-b": "10.0.0.1:10911"}
-    assert route.write_queues() == [MessageQueue("T", "broker-b", i) for i in range(3)]
-    assert MessageQueue("T", "broker-a", 0) in route.read_queues()
-    assert route.to_json()["brokerDatas"][1]["brokerAddrs"] == {"0": "10.0.0.1:10911", "1": "10.0.0.2:10911"}
+    assert route.write_queues("T") == [MessageQueue("T", "broker-b", i) for i in range(3)]
+    assert MessageQueue("T", "broker-a", 0) in route.read_queues("T")
+    assert route.to_json()["brokerDatas"][1]["brokerAddrs"] == {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}
 
 
 def test_cluster_info_lists_masters_per_cluster() -> None:

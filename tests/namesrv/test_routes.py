@@ -49,7 +49,7 @@ def test_master_registration_creates_a_route_with_its_queues_and_addresses() -> 
     table.register_broker(master())
     route = table.pick_route("T")
     assert route is not None
-    assert route.queue_datas == [QueueData("broker-a", 4, 4, 6, 0)]
+    assert route.queue_datas == (QueueData("broker-a", 4, 4, 6, 0),)
     assert [(b.cluster, b.broker_name, b.broker_addrs) for b in route.broker_datas] == [
         ("DefaultCluster", "broker-a", {0: "10.0.0.1:10911"})
     ]
@@ -105,7 +105,7 @@ def test_unregistering_the_last_address_removes_broker_cluster_and_topics() -> N
     table.unregister_broker("DefaultCluster", "10.0.0.1:10911", "broker-a", 0)
     assert table.pick_route("T") is None
     assert table.all_topics() == ["U"]
-    assert table.cluster_info().cluster_addr_table == {"DefaultCluster": ["broker-b"]}
+    assert table.cluster_info().cluster_addr_table == {"DefaultCluster": ("broker-b",)}
     table.unregister_broker("DefaultCluster", "10.0.0.3:10911", "broker-b", 0)
     assert table.cluster_info().cluster_addr_table == {}
     assert table.all_topics() == []
@@ -250,7 +250,7 @@ def test_registration_without_a_body_registers_the_broker_without_topics() -> No
     reg = BrokerRegistration("C", "10.0.0.1:10911", "b", 0)
     table.register_broker(reg)
     assert table.all_topics() == []
-    assert table.cluster_info().cluster_addr_table == {"C": ["b"]}
+    assert table.cluster_info().cluster_addr_table == {"C": ("b",)}
     assert table.data_version_of("10.0.0.1:10911") == DataVersion(0, 0)
 
 

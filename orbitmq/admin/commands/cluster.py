@@ -43,15 +43,15 @@ def cluster_list(cluster: str | None, namesrv: str | None, timeout: float) -> No
 
     async def action(admin: AdminClient) -> None:
         info = await admin.cluster_info()
-        if cluster is not None and cluster not in info.clusters:
+        if cluster is not None and cluster not in info.cluster_addr_table:
             raise ClientError(f"cluster {cluster!r} is not registered with the NameServer")
         members = [
             (name, broker_name, bid, addr)
-            for name, broker_names in info.clusters.items()
+            for name, broker_names in info.cluster_addr_table.items()
             if cluster is None or name == cluster
             for broker_name in broker_names
-            if broker_name in info.brokers
-            for bid, addr in info.brokers[broker_name].addrs.items()
+            if broker_name in info.broker_addr_table
+            for bid, addr in info.broker_addr_table[broker_name].broker_addrs.items()
         ]
         answers = await asyncio.gather(
             *(admin.broker_runtime_info(m[3]) for m in members), return_exceptions=True

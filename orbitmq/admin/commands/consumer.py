@@ -36,7 +36,7 @@ async def group_brokers(admin: AdminClient, group: str) -> dict[str, str]:
     except TopicNotExist:
         pass
     info = await admin.cluster_info()
-    return {name: data.master_addr for name, data in info.brokers.items() if data.master_addr}
+    return {name: data.master_addr for name, data in info.broker_addr_table.items() if data.master_addr}
 
 
 @click.command("consumerProgress")
@@ -168,7 +168,7 @@ def get_consumer_config(group: str, namesrv: str | None, timeout: float) -> None
     async def action(admin: AdminClient) -> None:
         info = await admin.cluster_info()
         blocks = []
-        for name, data in info.brokers.items():
+        for name, data in info.broker_addr_table.items():
             if not data.master_addr:
                 continue
             config = (await admin.subscription_groups(data.master_addr)).get(group)

@@ -13,6 +13,7 @@ from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
+from orbitmq.common.pull import PullStatus
 from orbitmq.errors import BrokerError, ClientError, RemotingError
 
 _BODY_PREVIEW = 200
@@ -111,7 +112,7 @@ def consume_message(
         route = await admin.topic_route(topic)
         masters = route.master_addrs()
         queues = [
-            q for q in route.read_queues()
+            q for q in route.read_queues(topic)
             if (broker_name is None or q.broker_name == broker_name) and (queue_id is None or q.queue_id == queue_id)
             and q.broker_name in masters
         ]
@@ -123,10 +124,10 @@ def consume_message(
             next_offset = offset if offset is not None else 0
             while len(rows) < count:
                 result = await admin.pull(addr, queue, next_offset, min(32, count - len(rows)), group)
-                if result.status == "OFFSET_ILLEGAL" and result.next_begin_offset != next_offset and offset is None:
+                if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset != next_offset and offset is None:
                     next_offset = result.next_begin_offset  # start was below the queue's min offset
                     continue
-                if result.status != "FOUND":
+                if result.status is not PullStatus.FOUND:
                     break
                 for msg in result.messages:
                     rows.append((queue.broker_name, queue.queue_id, msg.queue_offset, msg.msg_id,
@@ -245,7 +246,7 @@ def query_msg_by_offset(
         if not match:
             raise ClientError(
                 f"no message at offset {offset} of {topic}/{broker_name}/{queue_id} "
-                f"({result.status}; queue holds {result.min_offset}..{result.max_offset - 1})"
+                f"({result.status.value}; queue holds {result.min_offset}..{result.max_offset - 1})"
             )
         click.echo(message_detail(match[0]))
 

@@ -8,7 +8,7 @@ import json
 import click
 
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.models import TopicConfig, perm_text
+from orbitmq.admin.models import TopicConfig
 from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
@@ -52,7 +52,7 @@ def update_topic(
     validated_topic(topic)
     if bool(broker_addr) == bool(cluster):
         raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
-    config = TopicConfig(topic, read_queues, write_queues, perm, order)
+    config = TopicConfig(topic, read_queues, write_queues, perm, order=order)
 
     async def action(admin: AdminClient) -> None:
         if broker_addr:
@@ -68,10 +68,7 @@ def update_topic(
             conf = ";".join(f"{name}:{write_queues}" for name in sorted(targets))
             await admin.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf)
             click.echo(f"set cluster orderConf. isOrder={order}, orderConf=[{conf}]")
-        click.echo(
-            f"TopicConfig [topicName={topic}, readQueueNums={read_queues}, writeQueueNums={write_queues}, "
-            f"perm={perm_text(perm)}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={str(order).lower()}]"
-        )
+        click.echo(str(config))
 
     run_admin(namesrv, timeout, action)
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orbitmq.common.jsonfields import get_int, json_object
+
 
 @dataclass(frozen=True, slots=True)
 class DataVersion:
@@ -24,6 +26,8 @@ class DataVersion:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> DataVersion:
+        """Read the JSON shape; missing fields are 0. Raises ValueError for a malformed one."""
         if not obj:
             return cls()
-        return cls(int(obj.get("timestamp", 0)), int(obj.get("counter", 0)))
+        obj = json_object(obj, "dataVersion")
+        return cls(get_int(obj, "timestamp", 0), get_int(obj, "counter", 0))

@@ -1,0 +1,62 @@
+"""SubscriptionGroupConfig: a consumer group's settings on a broker (§4.13), with RocketMQ's defaults.
+
+One definition for the broker (its group table and subscriptionGroup.json)
+and the admin tools (`updateSubGroup`, `getConsumerConfig`). Field order is
+RocketMQ's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orbitmq.common.jsonfields import JsonFieldError, get_bool, get_int, json_object
+
+#: Broker id of a master (consumers read from it unless told otherwise).
+MASTER_ID = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionGroupConfig:
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = MASTER_ID
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerId": self.broker_id,
+            "consumeBroadcastEnable": self.consume_broadcast_enable,
+            "consumeEnable": self.consume_enable,
+            "consumeFromMinEnable": self.consume_from_min_enable,
+            "groupName": self.group_name,
+            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
+            "retryMaxTimes": self.retry_max_times,
+            "retryQueueNums": self.retry_queue_nums,
+            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
+        """Read the bean; missing fields take the defaults. Raises ValueError without a name or for a bad field."""
+        obj = json_object(obj, "subscription group config")
+        name = obj.get("groupName")
+        if not isinstance(name, str) or not name:
+            raise JsonFieldError("subscription group config has no groupName")
+        return cls(
+            group_name=name,
+            consume_enable=get_bool(obj, "consumeEnable", True),
+            consume_from_min_enable=get_bool(obj, "consumeFromMinEnable", True),
+            consume_broadcast_enable=get_bool(obj, "consumeBroadcastEnable", True),
+            retry_queue_nums=get_int(obj, "retryQueueNums", 1),
+            retry_max_times=get_int(obj, "retryMaxTimes", 16),
+            broker_id=get_int(obj, "brokerId", MASTER_ID),
+            which_broker_when_consume_slowly=get_int(obj, "whichBrokerWhenConsumeSlowly", 1),
+            notify_consumer_ids_changed_enable=get_bool(obj, "notifyConsumerIdsChangedEnable", True),
+        )
