@@ -28,9 +28,7 @@ from orbitmq.admin.models import (
     ConsumerConnection,
     ConsumeStats,
     PullResult,
-    QueueProgress,
     QueueStat,
-    SendResult,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicRouteData,
@@ -38,6 +36,7 @@ from orbitmq.admin.models import (
 from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.api import MQClientAPI
 from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import SEND_STATUS_BY_CODE, SendResult
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
@@ -55,14 +54,6 @@ TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
 # Pull sysflag bit (§3.2): the request carries its own subscription, so the
 # broker needs no heartbeat from the tool.
 _PULL_FLAG_SUBSCRIPTION = 0x04
-
-_SEND_STATUS = {
-    ResponseCode.SUCCESS: "SEND_OK",
-    ResponseCode.FLUSH_DISK_TIMEOUT: "FLUSH_DISK_TIMEOUT",
-    ResponseCode.FLUSH_SLAVE_TIMEOUT: "FLUSH_SLAVE_TIMEOUT",
-    ResponseCode.SLAVE_NOT_AVAILABLE: "SLAVE_NOT_AVAILABLE",
-}
-
 
 _default_credentials: AclCredentials | None = None
 _default_tls: TlsSettings | None = None
@@ -291,17 +282,10 @@ class AdminClient:
         if topic:
             fields["topic"] = topic
         response = await self._call(broker_addr, RequestCode.GET_CONSUME_STATS, fields)
-        body = wire.json_object(response.body_bytes())
-        queues = [
-            QueueProgress(
-                queue,
-                int(v.get("brokerOffset", 0)),
-                int(v.get("consumerOffset", 0)),
-                int(v.get("lastTimestamp", 0)),
-            )
-            for queue, v in wire.queue_keyed(body.get("offsetTable"))
-        ]
-        return ConsumeStats(tuple(sorted(queues, key=lambda q: q.queue)), float(body.get("consumeTps", 0.0)))
+        try:
+            return ConsumeStats.from_json(wire.json_object(response.body_bytes()))
+        except ValueError as exc:
+            raise wire.bad_body(f"consume stats: {exc}") from None
 
     async def reset_offset_by_time(
         self, broker_addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True
@@ -390,14 +374,14 @@ class AdminClient:
             "m": "false",
             "n": queue.broker_name,
         }
-        response = await self._call(broker_addr, RequestCode.SEND_MESSAGE_V2, fields, body, ok=tuple(_SEND_STATUS))
+        response = await self._call(broker_addr, RequestCode.SEND_MESSAGE_V2, fields, body, ok=tuple(SEND_STATUS_BY_CODE))
         written = MessageQueue(queue.topic, queue.broker_name, int(response.field("queueId", str(queue.queue_id)) or 0))
         return SendResult(
-            written,
+            SEND_STATUS_BY_CODE[response.code],
             uniq,
             response.field("msgId", "") or "",
+            written,
             int(response.field("queueOffset", "0") or 0),
-            _SEND_STATUS[ResponseCode(response.code)],
         )
 
     async def pull(

@@ -3,7 +3,7 @@
 Each type is built from the fastjson body RocketMQ peers send (protocol
 reference §4) by one `from_json` function. Everything is immutable and sorted
 the way mqadmin prints it. The value types every side shares (routes, cluster
-info, topic and subscription group configs, pull results) are
+info, topic and subscription group configs, consume stats, pull results) are
 `orbitmq.common`'s, re-exported here.
 """
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbitmq.client.queue import MessageQueue
+from orbitmq.common.consume_stats import ConsumeStats, OffsetWrapper
 from orbitmq.common.names import perm_to_string
 from orbitmq.common.pull import PullResult, PullStatus
 from orbitmq.common.route import BrokerData, ClusterInfo, QueueData, TopicRouteData
@@ -32,30 +33,6 @@ class QueueStat:
     min_offset: int
     max_offset: int
     last_update_timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class QueueProgress:
-    """One queue of ConsumeStats (§4.11): the broker's end against the group's committed offset."""
-
-    queue: MessageQueue
-    broker_offset: int
-    consumer_offset: int
-    last_timestamp: int
-
-    @property
-    def diff(self) -> int:
-        return max(0, self.broker_offset - self.consumer_offset)
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumeStats:
-    queues: tuple[QueueProgress, ...]
-    consume_tps: float = 0.0
-
-    @property
-    def diff_total(self) -> int:
-        return sum(q.diff for q in self.queues)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,29 +73,17 @@ class ConsumerConnection:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class SendResult:
-    """What one `sendMessage` produced."""
-
-    queue: MessageQueue
-    msg_id: str
-    offset_msg_id: str
-    queue_offset: int
-    status: str = "SEND_OK"
-
-
 __all__ = [
     "BrokerData",
     "ClusterInfo",
     "Connection",
     "ConsumeStats",
     "ConsumerConnection",
+    "OffsetWrapper",
     "PullResult",
     "PullStatus",
     "QueueData",
-    "QueueProgress",
     "QueueStat",
-    "SendResult",
     "SubscriptionGroupConfig",
     "TopicConfig",
     "TopicRouteData",

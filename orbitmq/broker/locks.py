@@ -13,17 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from orbitmq.common.queue import MessageQueue
 
-@dataclass(frozen=True, slots=True)
-class QueueKey:
-    """A MessageQueue: topic, broker name, queue id."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def to_json(self) -> dict[str, object]:
-        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
+#: The queues locks are keyed by: `orbitmq.common.queue.MessageQueue`.
+QueueKey = MessageQueue
 
 
 @dataclass(slots=True)

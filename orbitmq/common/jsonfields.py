@@ -25,6 +25,14 @@ def json_object(value: object, what: str) -> Mapping[str, Any]:
     return value
 
 
+def get_name(obj: Mapping[str, Any], name: str, what: str) -> str:
+    """A required, non-empty string field (a bean's name)."""
+    value = obj.get(name)
+    if not isinstance(value, str) or not value:
+        raise JsonFieldError(f"{what} has no {name}: {value!r}")
+    return value
+
+
 def get_int(obj: Mapping[str, Any], name: str, default: int) -> int:
     value = obj.get(name)
     if value is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbitmq.common import jsonbody
-from orbitmq.common.jsonfields import JsonFieldError, get_int, get_str, json_object
+from orbitmq.common.jsonfields import JsonFieldError, get_int, get_name, get_str, json_object
 from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.common.queue import MessageQueue
 
@@ -40,11 +40,8 @@ class QueueData:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> QueueData:
         obj = json_object(obj, "queueData")
-        name = obj.get("brokerName")
-        if not isinstance(name, str):
-            raise JsonFieldError(f"queueData has no brokerName: {name!r}")
         return cls(
-            name,
+            get_name(obj, "brokerName", "queueData"),
             get_int(obj, "readQueueNums", 0),
             get_int(obj, "writeQueueNums", 0),
             get_int(obj, "perm", 0),
@@ -83,9 +80,7 @@ class BrokerData:
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> BrokerData:
         obj = json_object(obj, "brokerData")
-        name = obj.get("brokerName")
-        if not isinstance(name, str):
-            raise JsonFieldError(f"brokerData has no brokerName: {name!r}")
+        name = get_name(obj, "brokerName", "brokerData")
         raw = json_object(obj.get("brokerAddrs") or {}, "brokerAddrs")
         try:
             addrs = {int(k): str(v) for k, v in raw.items()}

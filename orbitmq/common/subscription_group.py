@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orbitmq.common.jsonfields import JsonFieldError, get_bool, get_int, json_object
+from orbitmq.common.jsonfields import get_bool, get_int, get_name, json_object
 
 #: Broker id of a master (consumers read from it unless told otherwise).
 MASTER_ID = 0
@@ -46,11 +46,8 @@ class SubscriptionGroupConfig:
     def from_json(cls, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
         """Read the bean; missing fields take the defaults. Raises ValueError without a name or for a bad field."""
         obj = json_object(obj, "subscription group config")
-        name = obj.get("groupName")
-        if not isinstance(name, str) or not name:
-            raise JsonFieldError("subscription group config has no groupName")
         return cls(
-            group_name=name,
+            group_name=get_name(obj, "groupName", "subscription group config"),
             consume_enable=get_bool(obj, "consumeEnable", True),
             consume_from_min_enable=get_bool(obj, "consumeFromMinEnable", True),
             consume_broadcast_enable=get_bool(obj, "consumeBroadcastEnable", True),

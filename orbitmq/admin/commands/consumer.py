@@ -9,9 +9,10 @@ import click
 
 from orbitmq.admin import wire
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.models import QueueProgress, SubscriptionGroupConfig
+from orbitmq.admin.models import OffsetWrapper, SubscriptionGroupConfig
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.client.queue import MessageQueue
 from orbitmq.client.validation import check_group
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, TopicNotExist
 
@@ -53,7 +54,7 @@ def consumer_progress(group: str, topic: str | None, namesrv: str | None, timeou
         answers = await asyncio.gather(
             *(admin.consume_stats(addr, group, topic) for addr in brokers.values()), return_exceptions=True
         )
-        queues: list[QueueProgress] = []
+        queues: list[tuple[MessageQueue, OffsetWrapper]] = []
         tps = 0.0
         refusals: list[BrokerError] = []
         for stats in answers:
@@ -62,23 +63,23 @@ def consumer_progress(group: str, topic: str | None, namesrv: str | None, timeou
                 continue
             if isinstance(stats, BaseException):
                 raise stats
-            queues.extend(stats.queues)
+            queues.extend(stats.offset_table.items())
             tps += stats.consume_tps
         if not queues:
             if refusals:
                 raise refusals[0]
             raise ClientError(f"no consume progress for group {group!r}")
-        queues.sort(key=lambda q: q.queue)
+        queues.sort(key=lambda q: q[0])
         rows = [
-            (q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
-             format_millis(q.last_timestamp))
-            for q in queues
+            (mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, w.diff,
+             format_millis(w.last_timestamp))
+            for mq, w in queues
         ]
         headers = ["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"]
         click.echo(render_table(headers, rows))
         click.echo("")
         click.echo(f"Consume TPS: {tps:.2f}")
-        click.echo(f"Diff Total: {sum(q.diff for q in queues)}")
+        click.echo(f"Diff Total: {sum(w.diff for _, w in queues)}")
 
     run_admin(namesrv, timeout, action)
 

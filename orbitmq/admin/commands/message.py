@@ -82,8 +82,9 @@ def send_message(
         addr, queue = await admin.pick_write_queue(topic, broker_name, queue_id)
         result = await admin.send_message(addr, queue, body.encode("utf-8"), tags=tags, keys=key_list)
         headers = ["Broker Name", "QID", "Queue Offset", "Send Result", "MsgId", "Offset MsgId"]
-        row = (result.queue.broker_name, result.queue.queue_id, result.queue_offset, result.status,
-               result.msg_id, result.offset_msg_id)
+        mq = result.message_queue
+        row = (mq.broker_name, mq.queue_id, result.queue_offset, result.status.value, result.msg_id,
+               result.offset_msg_id)
         click.echo(render_table(headers, [row]))
 
     run_admin(namesrv, timeout, action)

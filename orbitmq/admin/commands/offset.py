@@ -25,15 +25,15 @@ async def reset_without_consumers(
     """
     stats = await admin.consume_stats(addr, group, topic)
     result: dict[MessageQueue, int] = {}
-    for q in stats.queues:
+    for mq, progress in stats.offset_table.items():
         if timestamp_ms < 0:
-            target = await admin.max_offset(addr, q.queue)
+            target = await admin.max_offset(addr, mq)
         else:
-            target = max(0, await admin.search_offset(addr, q.queue, timestamp_ms))
-        if not force and target > q.consumer_offset:
-            target = q.consumer_offset
-        await admin.update_consumer_offset(addr, group, q.queue, target)
-        result[q.queue] = target
+            target = max(0, await admin.search_offset(addr, mq, timestamp_ms))
+        if not force and target > progress.consumer_offset:
+            target = progress.consumer_offset
+        await admin.update_consumer_offset(addr, group, mq, target)
+        result[mq] = target
     return result
 
 

@@ -32,6 +32,8 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common import jsonbody
+from orbitmq.common.consume_stats import ConsumeStats, OffsetWrapper
+from orbitmq.common.queue import MessageQueue
 from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
@@ -126,29 +128,28 @@ class GroupHandlers:
         group = group_field(request, "consumerGroup")
         only = optional_topic_field(request)
         topics = [only] if only else sorted(self.offsets.topics_of_group(group))
-        table = jsonbody.ObjectKeyMap()
+        table: dict[MessageQueue, OffsetWrapper] = {}
         info = self.consumers.get(group)
         for topic in topics:
             config = self.topics.get(topic)
             # As RocketMQ: while the group is online, a topic it no longer subscribes to is left out.
             if config is None or (info is not None and info.subscriptions and topic not in info.subscriptions):
                 continue
-            table.extend(self._offset_rows(group, topic, config.write_queue_nums))
-        body = {"consumeTps": self.stats.consume_tps(group, topics), "offsetTable": table}
-        return request.response(body=jsonbody.dumps_legacy(body))
+            table.update(self._offset_rows(group, topic, config.write_queue_nums))
+        stats = ConsumeStats(table, self.stats.consume_tps(group, topics))
+        return request.response(body=jsonbody.dumps_legacy(stats.to_json()))
 
-    def _offset_rows(self, group: str, topic: str, queues: int) -> list[tuple[dict[str, object], dict[str, int]]]:
+    def _offset_rows(self, group: str, topic: str, queues: int) -> dict[MessageQueue, OffsetWrapper]:
         """OffsetWrapper per queue: the broker's max offset, the group's committed offset and its time."""
         broker_name = self.live.value.broker_name
-        rows: list[tuple[dict[str, object], dict[str, int]]] = []
+        rows: dict[MessageQueue, OffsetWrapper] = {}
         for queue_id in range(queues):
             broker_offset = max(self.store.get_max_offset_in_queue(topic, queue_id), 0)
             consumer_offset = max(self.offsets.query(group, topic, queue_id) or 0, 0)
             last = 0
             if consumer_offset > 0:
                 last = max(self.store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1), 0)
-            key = {"brokerName": broker_name, "queueId": queue_id, "topic": topic}
-            rows.append((key, {"brokerOffset": broker_offset, "consumerOffset": consumer_offset, "lastTimestamp": last}))
+            rows[MessageQueue(topic, broker_name, queue_id)] = OffsetWrapper(broker_offset, consumer_offset, last)
         return rows
 
     async def broker_consume_stats(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
@@ -170,10 +171,8 @@ class GroupHandlers:
                 if info is not None and info.subscriptions and topic not in info.subscriptions:
                     continue
                 rows = self._offset_rows(group, topic, config.write_queue_nums)
-                total_diff += sum(w["brokerOffset"] - w["consumerOffset"] for _, w in rows)
-                table = jsonbody.ObjectKeyMap()
-                table.extend(rows)
-                per_topic.append({"consumeTps": self.stats.consume_tps(group, [topic]), "offsetTable": table})
+                total_diff += sum(w.broker_offset - w.consumer_offset for w in rows.values())
+                per_topic.append(ConsumeStats(rows, self.stats.consume_tps(group, [topic])).to_json())
             stats_list.append({group: per_topic})
         body = {
             "brokerAddr": self.live.value.broker_addr,
