@@ -76,3 +76,10 @@ def test_loading_a_saved_table_drops_entries_with_illegal_names() -> None:
     assert copy.get("../evil") is None
     assert copy.get("TBW102") == TopicConfig("TBW102", 8, 8, 7)
     assert copy.data_version == table.data_version
+
+
+def test_loading_a_table_reads_quoted_booleans_and_numbers_as_fastjson_does() -> None:
+    # A hand-edited topics.json with "order":"false" once loaded as an ordered topic (bool("false")).
+    table = TopicTable()
+    table.load_json({"topicConfigTable": {"T": {"order": "false", "readQueueNums": "4", "writeQueueNums": 4}}})
+    assert table.get("T") == TopicConfig("T", 4, 4)
