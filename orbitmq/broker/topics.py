@@ -12,47 +12,32 @@ Owned by the broker's event loop; not thread-safe. `TopicConfig` itself is
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from orbitmq.broker.config_table import ConfigTable
 from orbitmq.common import names
-from orbitmq.common.dataversion import DataVersion
 from orbitmq.common.names import PERM_INHERIT, PERM_READ, PERM_WRITE
 from orbitmq.common.topic_config import MULTI_TAG, SINGLE_TAG, TopicConfig
 
 
-class TopicTable:
-    """Topic configs of one broker plus their DataVersion.
+class TopicTable(ConfigTable[TopicConfig]):
+    """Topic configs of one broker plus their DataVersion (TopicConfigSerializeWrapper).
 
     Every change bumps `data_version` (counter + 1, timestamp now), which is
     what makes the broker re-register and re-persist.
     """
 
-    def __init__(self, clock_ms: Callable[[], int] | None = None) -> None:
-        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
-        self._topics: dict[str, TopicConfig] = {}
-        self.data_version = DataVersion(self._clock_ms(), 0)
+    json_table = "topicConfigTable"
 
-    # --- reading ------------------------------------------------------------
+    def name_of(self, config: TopicConfig) -> str:
+        return config.topic_name
 
-    def get(self, topic: str) -> TopicConfig | None:
-        return self._topics.get(topic)
-
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._topics
-
-    def __iter__(self) -> Iterator[TopicConfig]:
-        return iter(list(self._topics.values()))
-
-    def __len__(self) -> int:
-        return len(self._topics)
-
-    def names(self) -> list[str]:
-        return list(self._topics)
-
-    # --- changing -----------------------------------------------------------
+    def read(self, name: str, raw: Mapping[str, Any]) -> TopicConfig | None:
+        """Entries with illegal names are dropped."""
+        config = TopicConfig.from_json(raw, name)
+        return None if names.validate_topic(config.topic_name) else config
 
     def put(self, config: TopicConfig) -> bool:
         """Insert or replace a topic config. Returns True when anything changed.
@@ -62,20 +47,7 @@ class TopicTable:
         problem = names.validate_topic(config.topic_name)
         if problem:
             raise ValueError(problem)
-        if self._topics.get(config.topic_name) == config:
-            return False
-        self._topics[config.topic_name] = config
-        self._bump()
-        return True
-
-    def delete(self, topic: str) -> bool:
-        if self._topics.pop(topic, None) is None:
-            return False
-        self._bump()
-        return True
-
-    def _bump(self) -> None:
-        self.data_version = self.data_version.next(self._clock_ms())
+        return super().put(config)
 
     def create_system_topics(
         self,
@@ -109,7 +81,7 @@ class TopicTable:
             wanted.append(TopicConfig(trace_topic_name, 1, 1))
         wanted.append(TopicConfig(names.reply_topic(cluster_name), 1, 1))
         for config in wanted:
-            if config.topic_name not in self._topics and not names.validate_topic(config.topic_name):
+            if config.topic_name not in self._items and not names.validate_topic(config.topic_name):
                 self.put(config)
 
     def create_in_send(
@@ -121,10 +93,10 @@ class TopicTable:
         min(queue_nums, template write queues) queues and the template's perm
         without inherit.
         """
-        existing = self._topics.get(topic)
+        existing = self._items.get(topic)
         if existing is not None:
             return existing
-        template = self._topics.get(default_topic)
+        template = self._items.get(default_topic)
         if template is None or not template.inheritable or queue_nums <= 0:
             return None
         nums = min(queue_nums, template.write_queue_nums)
@@ -136,7 +108,7 @@ class TopicTable:
 
     def ensure(self, topic: str, queue_nums: int, perm: int, topic_sys_flag: int = 0) -> TopicConfig:
         """The topic's config, created with the given shape when missing (retry/DLQ topics)."""
-        existing = self._topics.get(topic)
+        existing = self._items.get(topic)
         if existing is not None:
             return existing
         config = TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag)
@@ -144,28 +116,9 @@ class TopicTable:
         return config
 
     def set_order(self, topic: str, order: bool) -> None:
-        config = self._topics.get(topic)
+        config = self._items.get(topic)
         if config is not None and config.order != order:
             self.put(replace(config, order=order))
-
-    # --- serialization -------------------------------------------------------
-
-    def to_json(self) -> dict[str, Any]:
-        """TopicConfigSerializeWrapper: what topics.json and GET_ALL_TOPIC_CONFIG hold."""
-        return {
-            "dataVersion": self.data_version.to_json(),
-            "topicConfigTable": {name: cfg.to_json() for name, cfg in self._topics.items()},
-        }
-
-    def load_json(self, obj: Mapping[str, Any]) -> None:
-        """Replace the table with a saved wrapper; entries with illegal names are dropped."""
-        table = obj.get("topicConfigTable") or {}
-        self._topics = {}
-        for name, raw in table.items():
-            config = TopicConfig.from_json(raw, name)
-            if not names.validate_topic(config.topic_name):
-                self._topics[config.topic_name] = config
-        self.data_version = DataVersion.from_json(obj.get("dataVersion"))
 
 
 __all__ = ["MULTI_TAG", "PERM_INHERIT", "PERM_READ", "PERM_WRITE", "SINGLE_TAG", "TopicConfig", "TopicTable"]
