@@ -114,7 +114,7 @@ def test_ali_ons_produces_and_consumes_every_message_with_body_tags_and_keys(dev
         async with AdminClient([dev.namesrv]) as admin:
             by_key = await admin.query_message(dev.broker_addr, TOPIC, "key-7")
             stats = await admin.consume_stats(dev.broker_addr, "interop_all", TOPIC)
-            return by_key, [(q.broker_offset, q.consumer_offset) for q in stats.queues]
+            return by_key, [(q.broker_offset, q.consumer_offset) for q in stats.offset_table.values()]
 
     # What ali-ons wrote is indexed by key, and the offsets it committed on close are the queue ends.
     by_key, progress = asyncio.run(broker_view())
