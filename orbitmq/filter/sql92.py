@@ -22,7 +22,11 @@ conversion switched on:
 
 `compile_sql92(text)` parses once (raising `SqlParseError` with the reason);
 `Sql92Filter.matches(properties)` evaluates. The parser builds closures, so
-evaluation does no tree walking or dispatch on node types.
+evaluation does no tree walking or dispatch on node types. A chain of ANDs or
+ORs becomes one closure over a list (a thousand-term OR costs no recursion),
+and nesting (parentheses, NOT, unary signs) deeper than `MAX_NESTING` is
+refused as a parse error, so neither parsing nor evaluation can exhaust
+Python's stack.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ Value = str | int | float | bool | None
 Evaluator = Callable[[Mapping[str, str]], Value]
 
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+#: Deepest nesting of parentheses, NOT and unary signs a selector may use. Real selectors
+#: nest a few levels; each level costs a few Python frames when parsing and evaluating.
+MAX_NESTING = 64
 
 
 class SqlParseError(OrbitMQError, ValueError):
@@ -142,7 +150,7 @@ def _tokenize(text: str) -> list[_Token]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise SqlParseError(f"unexpected character {text[pos]!r} at position {pos} in: {text}")
+            raise SqlParseError(f"unexpected character {text[pos]!r} at position {pos} in: {_excerpt(text)}")
         kind = m.lastgroup
         assert kind is not None
         if kind != "ws":
@@ -168,6 +176,11 @@ class _Expr:
     constant: object = None  # the value when kind == "constant"
 
 
+def _excerpt(text: str, limit: int = 256) -> str:
+    """The selector as error remarks quote it: whole when short, its head otherwise."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _constant(value: object) -> _Expr:
     return _Expr(lambda _props: value, "constant", value)  # type: ignore[arg-type,return-value]
 
@@ -177,6 +190,12 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.fail(f"nesting deeper than {MAX_NESTING} levels")
 
     # token helpers
     def peek(self) -> _Token:
@@ -201,7 +220,7 @@ class _Parser:
     def fail(self, why: str) -> None:
         tok = self.peek()
         found = "end of expression" if tok.kind == "end" else repr(tok.text)
-        raise SqlParseError(f"{why} at position {tok.pos}, found {found}, in: {self.text}")
+        raise SqlParseError(f"{why} at position {tok.pos}, found {found}, in: {_excerpt(self.text)}")
 
     # grammar: or_expr := and_expr (OR and_expr)*
     def parse(self) -> Evaluator:
@@ -211,20 +230,31 @@ class _Parser:
         return self.boolean(expr).fn
 
     def or_expr(self) -> _Expr:
-        left = self.and_expr()
+        first = self.and_expr()
+        terms = [first]
         while self.accept("kw", "OR"):
-            left = _or(self.boolean(left), self.boolean(self.and_expr()))
-        return left
+            terms.append(self.boolean(self.and_expr()))
+        if len(terms) == 1:
+            return first
+        terms[0] = self.boolean(first)
+        return _or(terms)
 
     def and_expr(self) -> _Expr:
-        left = self.not_expr()
+        first = self.not_expr()
+        terms = [first]
         while self.accept("kw", "AND"):
-            left = _and(self.boolean(left), self.boolean(self.not_expr()))
-        return left
+            terms.append(self.boolean(self.not_expr()))
+        if len(terms) == 1:
+            return first
+        terms[0] = self.boolean(first)
+        return _and(terms)
 
     def not_expr(self) -> _Expr:
         if self.accept("kw", "NOT"):
-            return _not(self.boolean(self.not_expr()))
+            self.nest()
+            inner = _not(self.boolean(self.not_expr()))
+            self.depth -= 1
+            return inner
         return self.comparison()
 
     def boolean(self, expr: _Expr) -> _Expr:
@@ -232,7 +262,7 @@ class _Parser:
             return expr
         if expr.kind == "constant" and isinstance(expr.constant, bool):
             return _Expr(expr.fn, "boolean")
-        raise SqlParseError(f"a condition was expected where a value stands, in: {self.text}")
+        raise SqlParseError(f"a condition was expected where a value stands, in: {_excerpt(self.text)}")
 
     def comparison(self) -> _Expr:
         left = self.value()
@@ -277,11 +307,15 @@ class _Parser:
     def value(self) -> _Expr:
         tok = self.take()
         if tok.kind == "op" and tok.text == "(":
+            self.nest()
             inner = self.or_expr()
             self.expect("op", ")")
+            self.depth -= 1
             return inner
         if tok.kind == "op" and tok.text in ("-", "+"):
+            self.nest()
             operand = self.value()
+            self.depth -= 1
             if operand.kind != "constant" or not isinstance(operand.constant, (_Long, float)):
                 self.i -= 1
                 self.fail(f"unary {tok.text} applies to numbers only")
@@ -313,7 +347,7 @@ def _number(text: str, source: str) -> object:
     if re.fullmatch(r"\d+[lL]?", text):
         value = int(text.rstrip("lL"))
         if value > _LONG_MAX + 1:  # the sign comes later; -9223372036854775808 is legal
-            raise SqlParseError(f"integer {text} is out of the long range, in: {source}")
+            raise SqlParseError(f"integer {text} is out of the long range, in: {_excerpt(source)}")
         return _Long(value)
     return float(text.rstrip("fFdD"))
 
@@ -325,7 +359,7 @@ def _check_orderable(expr: _Expr, source: str) -> None:
     if expr.kind == "boolean" or (
         expr.kind == "constant" and not isinstance(expr.constant, (_Long, float))
     ):
-        raise SqlParseError(f"value {_show(expr)} cannot be compared with <, >, <=, >= or BETWEEN, in: {source}")
+        raise SqlParseError(f"value {_show(expr)} cannot be compared with <, >, <=, >= or BETWEEN, in: {_excerpt(source)}")
 
 
 def _show(expr: _Expr) -> str:
@@ -341,7 +375,7 @@ def _comparison(op: str, left: _Expr, right: _Expr, source: str) -> _Expr:
     if op in ("=", "<>"):
         for side in (left, right):
             if side.kind == "constant" and side.constant is None:
-                raise SqlParseError(f"NULL cannot be compared with {op}; use IS NULL, in: {source}")
+                raise SqlParseError(f"NULL cannot be compared with {op}; use IS NULL, in: {_excerpt(source)}")
         equal = _equality(left.fn, right.fn)
         return equal if op == "=" else _not(equal)
     _check_orderable(left, source)
@@ -403,16 +437,16 @@ def _between(value: _Expr, low: _Expr, high: _Expr, negate: bool, source: str) -
         c = _compare(low.constant, high.constant)
         if c is not None and c > 0:
             raise SqlParseError(
-                f"BETWEEN needs the low value ({_show(low)}) not above the high value ({_show(high)}), in: {source}"
+                f"BETWEEN needs the low value ({_show(low)}) not above the high value ({_show(high)}), in: {_excerpt(source)}"
             )
     if negate:
-        return _or(_comparison("<", value, low, source), _comparison(">", value, high, source))
-    return _and(_comparison(">=", value, low, source), _comparison("<=", value, high, source))
+        return _or([_comparison("<", value, low, source), _comparison(">", value, high, source)])
+    return _and([_comparison(">=", value, low, source), _comparison("<=", value, high, source)])
 
 
 def _in(value: _Expr, items: frozenset[str], negate: bool, source: str) -> _Expr:
     if value.kind != "property":
-        raise SqlParseError(f"IN applies to a property, in: {source}")
+        raise SqlParseError(f"IN applies to a property, in: {_excerpt(source)}")
     f = value.fn
 
     def member(props: Mapping[str, str]) -> Value:
@@ -424,34 +458,38 @@ def _in(value: _Expr, items: frozenset[str], negate: bool, source: str) -> _Expr
     return _Expr(member, "boolean")
 
 
-def _and(left: _Expr, right: _Expr) -> _Expr:
-    lf, rf = left.fn, right.fn
+def _and(terms: list[_Expr]) -> _Expr:
+    """Left to right; FALSE decides at once, otherwise any unknown makes the result unknown."""
+    fns = tuple(t.fn for t in terms)
 
-    def both(props: Mapping[str, str]) -> Value:
-        lv = lf(props)
-        if lv is False:
-            return False
-        rv = rf(props)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
+    def all_of(props: Mapping[str, str]) -> Value:
+        unknown = False
+        for fn in fns:
+            v = fn(props)
+            if v is False:
+                return False
+            if v is None:
+                unknown = True
+        return None if unknown else True
 
-    return _Expr(both, "boolean")
+    return _Expr(all_of, "boolean")
 
 
-def _or(left: _Expr, right: _Expr) -> _Expr:
-    lf, rf = left.fn, right.fn
+def _or(terms: list[_Expr]) -> _Expr:
+    """Left to right; TRUE decides at once, otherwise any unknown makes the result unknown."""
+    fns = tuple(t.fn for t in terms)
 
-    def either(props: Mapping[str, str]) -> Value:
-        lv = lf(props)
-        if lv is True:
-            return True
-        rv = rf(props)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
+    def any_of(props: Mapping[str, str]) -> Value:
+        unknown = False
+        for fn in fns:
+            v = fn(props)
+            if v is True:
+                return True
+            if v is None:
+                unknown = True
+        return None if unknown else False
 
-    return _Expr(either, "boolean")
+    return _Expr(any_of, "boolean")
 
 
 def _not(operand: _Expr) -> _Expr:

@@ -201,3 +201,31 @@ def reference_matches(t: Tree, p: Mapping[str, str]) -> bool:
 @given(trees, properties)
 def test_compiled_selectors_agree_with_the_reference_evaluator(tree: Tree, props: dict[str, str]) -> None:
     assert compile_sql92(render(tree)).matches(props) == reference_matches(tree, props)
+
+
+# --- hostile selectors (issue 10) ------------------------------------------------------
+
+
+def test_a_thousand_term_or_chain_evaluates_without_exhausting_the_stack() -> None:
+    expr = " OR ".join(f"a{i} = {i}" for i in range(3000))
+    selector = compile_sql92(expr)
+    assert selector.matches({"a2999": "2999"})
+    assert not selector.matches({"a1": "2"})
+    chain = " AND ".join(f"a{i} IS NULL" for i in range(3000))
+    assert compile_sql92(chain).matches({})
+
+
+@pytest.mark.parametrize("expr", [
+    "(" * 5000 + "a = 1" + ")" * 5000,
+    "NOT " * 5000 + "a = 1",
+    "-" * 5000 + "1 = a",
+])
+def test_nesting_deeper_than_the_limit_is_a_parse_error_not_a_recursion_error(expr: str) -> None:
+    with pytest.raises(SqlParseError, match="nesting deeper than") as info:
+        compile_sql92(expr)
+    assert len(str(info.value)) < 1000  # the remark quotes the head of the selector, not all of it
+
+
+def test_nesting_within_the_limit_still_parses() -> None:
+    assert matches("(" * 30 + "a = 1" + ")" * 30, {"a": "1"})
+    assert matches("NOT " * 30 + "a = 1", {"a": "1"})
