@@ -199,6 +199,7 @@ class ClientHandlers:
         for producer in producers:
             if producer.get("groupName"):
                 legal_group(string_in(producer, "groupName", "heartbeat.producerDataSet"))
+        await self.filters.precompile_heartbeat(data)
         self.filters.check_heartbeat(data)
         now = self.clock_ms()
         channel = ClientChannel(peer, client_id, language_name(request.language), request.version, now)
@@ -257,9 +258,10 @@ class ClientHandlers:
         if not isinstance(subscription, dict):
             raise SystemError_("check client config body has no subscriptionData object")
         what = "check client config.subscriptionData"
-        refused = self.filters.refusal(
-            string_in(subscription, "expressionType", what) or "TAG", string_in(subscription, "subString", what)
-        )
+        kind = string_in(subscription, "expressionType", what) or "TAG"
+        expression = string_in(subscription, "subString", what)
+        await self.filters.precompile(kind, expression)
+        refused = self.filters.refusal(kind, expression)
         if refused is not None:
             return request.response(*refused)
         return request.response(ResponseCode.SUCCESS)

@@ -13,7 +13,7 @@ slices are released after the write.
 from __future__ import annotations
 
 import asyncio
-import functools
+import sys
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
@@ -31,6 +31,7 @@ from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.sqlfilter import ConsumerFilterTable
 from orbitmq.broker.stats import BrokerStats
+from orbitmq.broker.subcache import BoundedCache, expression_too_long, text_size
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common.hashing import java_string_hash
@@ -63,6 +64,9 @@ def _int32(value: int) -> int:
 def subscription_from_expression(topic: str, expression: str | None, expression_type: str, version: int) -> Subscription:
     """Build a subscription from a pull's own expression (`TagA || TagB`, `*`, or SQL92 text)."""
     expression = (expression or "*").strip() or "*"
+    too_long = expression_too_long(expression)
+    if too_long:
+        raise SubscriptionParseFailed(too_long)
     if expression_type.upper() == "SQL92":
         return Subscription(topic, expression, sub_version=version, expression_type="SQL92")
     if expression == "*":
@@ -74,9 +78,15 @@ def subscription_from_expression(topic: str, expression: str | None, expression_
     return Subscription(topic, expression, tags, codes, version)
 
 
-#: Pulls repeat the same expression with every request: build each subscription once.
-#: Subscriptions are frozen, so sharing one between pulls is safe.
-_cached_subscription = functools.lru_cache(maxsize=4096)(subscription_from_expression)
+def subscription_size(subscription: Subscription) -> int:
+    """Estimated bytes a parsed subscription holds (its text, tags and hash codes)."""
+    tags = subscription.tags_set
+    return (
+        text_size(subscription.topic)
+        + text_size(subscription.sub_string)
+        + sys.getsizeof(tags) + sum(text_size(t) for t in tags)
+        + sys.getsizeof(subscription.code_set) + 32 * len(subscription.code_set)
+    )
 
 
 #: GetMessageStatus -> response code for statuses whose code does not depend on the offset.
@@ -126,6 +136,9 @@ class PullHandler:
         self.store = store
         self.waiters = waiters
         self.groups_changed = groups_changed
+        #: Pulls repeat the same expression with every request: each is parsed once and kept,
+        #: bounded by bytes (subcache.py). Subscriptions are frozen, so pulls share them safely.
+        self.subscriptions: BoundedCache[tuple[str, str | None, str, int], Subscription] = BoundedCache()
 
     def register(self, server: Registry) -> None:
         server.register(RequestCode.PULL_MESSAGE, self.pull)
@@ -133,10 +146,13 @@ class PullHandler:
     def _subscription(self, request: RemotingCommand, group: str, topic: str, sys_flag: int) -> Subscription:
         sub_version = integer(request, "subVersion", 0)
         if sys_flag & FLAG_SUBSCRIPTION:
-            return _cached_subscription(
-                topic, request.field("subscription"), optional_text(request, "expressionType", "TAG") or "TAG",
-                sub_version,
-            )
+            key = (topic, request.field("subscription"), optional_text(request, "expressionType", "TAG") or "TAG",
+                   sub_version)
+            subscription = self.subscriptions.get(key)
+            if subscription is None:
+                subscription = subscription_from_expression(*key)
+                self.subscriptions.put(key, subscription, subscription_size(subscription))
+            return subscription
         info = self.consumers.get(group)
         if info is None:
             raise SubscriptionNotExist(f"the consumer's group info not exist, {group}")
@@ -187,7 +203,9 @@ class PullHandler:
             )
         if max_nums <= 0:
             raise SystemError_(f"maxMsgNums {max_nums} must be positive")
-        message_filter = self.filters.filter_for(group, self._subscription(request, group, topic, sys_flag))
+        subscription = self._subscription(request, group, topic, sys_flag)
+        await self.filters.precompile(subscription.expression_type, subscription.sub_string)
+        message_filter = self.filters.filter_for(group, subscription)
 
         if sys_flag & FLAG_COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
             commit_offset = integer(request, "commitOffset", -1)
