@@ -91,15 +91,26 @@ def java_string_hash_concat(prefix: str, text: str) -> int:
     return h - _WRAP if h & _SIGN else h
 
 
+#: Texts longer than this are never cached: the caches stay small whatever clients send
+#: (8,192 distinct 32 KiB tags or keys would otherwise pin 256 MiB).
+_CACHED_TEXT_MAX = 256
+
+
 @lru_cache(maxsize=8192)
+def _cached_tag_hash_code(tags: str) -> int:
+    return java_string_hash(tags)
+
+
 def tag_hash_code(tags: str | None) -> int:
     """The ConsumeQueue tags code of a TAGS value: its hash sign-extended to 64 bits; 0 without tags.
 
-    Cached: a topic uses few distinct tags and this runs once per stored message.
+    Cached for short values: a topic uses few distinct tags and this runs once per stored message.
     """
     if not tags:
         return 0
-    return java_string_hash(tags)
+    if len(tags) > _CACHED_TEXT_MAX:
+        return java_string_hash(tags)
+    return _cached_tag_hash_code(tags)
 
 
 #: Index keys longer than this are split into a head and a `_TAIL`-unit tail.
@@ -122,7 +133,7 @@ def index_key_hash(key: str, prefix: str = "") -> int:
     within a millisecond differ only in their last 4 characters.
     """
     n = len(key)
-    if n > _SPLIT_AT and key.isascii() and prefix.isascii():
+    if _SPLIT_AT < n <= _CACHED_TEXT_MAX and key.isascii() and prefix.isascii():
         head = prefix + key[: n - _TAIL]
         scaled = _head_hashes.get(head)
         if scaled is None:
