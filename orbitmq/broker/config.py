@@ -98,6 +98,11 @@ class BrokerConfig:
     short_polling_time_mills: int = 1000
     #: Upper bound on a client's suspendTimeoutMillis, so a bad request cannot pin a pull forever.
     max_suspend_time_mills: int = 60_000
+    #: Pulls suspended at once, broker-wide and per connection (not RocketMQ keys: it has no
+    #: bound). One parked pull costs a few KB; one consumer parks one pull per queue it owns on
+    #: this broker. More are answered SYSTEM_BUSY and the consumer pulls again after a pause.
+    max_suspended_pulls: int = 16_384
+    max_suspended_pulls_per_connection: int = 2_048
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6_000
     flush_consumer_offset_interval: int = 5_000
@@ -246,6 +251,9 @@ class BrokerConfig:
             raise ConfigError("brokerAccessKey and brokerSecretKey go together: give both or neither")
         if self.ha_auth_enable and not self.ha_auth_secret:
             raise ConfigError("haAuthEnable=true needs haSecret (or aclEnable=true with brokerSecretKey)")
+        for name in ("max_suspended_pulls", "max_suspended_pulls_per_connection"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{_FIELD_TO_KEY[name]} must not be negative")
         for addr in self.namesrv_addrs:
             host, sep, port = addr.rpartition(":")
             if not sep or not host or not port.isdigit():

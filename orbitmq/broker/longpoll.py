@@ -7,6 +7,15 @@ offset is woken at once. Nothing polls: the only timer is each waiter's own
 deadline. `notify` is on the append path, so it costs one dict lookup when
 nobody waits.
 
+Parked pulls cost memory (a task, its frames, a timer: several KB each) and
+RocketMQ puts no bound on them. Here `refusal(owner, max_total, max_per_owner)`
+tells the pull handler when the broker-wide or the per-connection count is
+reached; the handler then answers SYSTEM_BUSY ("[OVERLOAD]...", RocketMQ's
+flow-control answer when its pull pool is full), which the Java and the
+OrbitMQ push consumers answer by pulling again after a pause (3 s and 1 s)
+instead of at once. A waiter leaves its queue in O(1), so thousands parked on
+one queue do not slow each other down.
+
 Owned by the broker's event loop; not thread-safe.
 """
 
@@ -16,24 +25,45 @@ import asyncio
 from dataclasses import dataclass
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared and hashed by identity: each is a key of its queue's dict
 class _Waiter:
     offset: int
     future: asyncio.Future[bool]
 
 
 class PullWaiters:
-    """Waiters per (topic, queue id)."""
+    """Waiters per (topic, queue id), counted in total and per owner (connection id)."""
 
     def __init__(self) -> None:
-        self._waiting: dict[tuple[str, int], list[_Waiter]] = {}
+        self._waiting: dict[tuple[str, int], dict[_Waiter, None]] = {}
+        self._count = 0
+        self._by_owner: dict[int, int] = {}
         #: Set at shutdown: waiting pulls are woken and new ones do not wait.
         self.closed = False
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self._waiting.values())
+        return self._count
 
-    async def wait(self, topic: str, queue_id: int, offset: int, timeout_s: float) -> bool:
+    def parked_by(self, owner: int) -> int:
+        """Pulls of `owner` waiting now."""
+        return self._by_owner.get(owner, 0)
+
+    def refusal(self, owner: int, max_total: int, max_per_owner: int) -> str | None:
+        """Why one more pull of `owner` may not park now (the remark of a SYSTEM_BUSY answer), or None."""
+        if self._count >= max_total:
+            return (
+                f"[OVERLOAD]the broker already holds {self._count} suspended pulls "
+                f"(maxSuspendedPulls={max_total}); pull again later"
+            )
+        mine = self._by_owner.get(owner, 0)
+        if mine >= max_per_owner:
+            return (
+                f"[OVERLOAD]this connection already holds {mine} suspended pulls "
+                f"(maxSuspendedPullsPerConnection={max_per_owner}); pull again later"
+            )
+        return None
+
+    async def wait(self, topic: str, queue_id: int, offset: int, timeout_s: float, owner: int = 0) -> bool:
         """Wait until a message at or after `offset` is dispatched, or the timeout.
 
         Returns True when woken by a dispatch, False when the time ran out.
@@ -43,18 +73,23 @@ class PullWaiters:
         key = (topic, queue_id)
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         waiter = _Waiter(offset, future)
-        self._waiting.setdefault(key, []).append(waiter)
+        self._waiting.setdefault(key, {})[waiter] = None
+        self._count += 1
+        self._by_owner[owner] = self._by_owner.get(owner, 0) + 1
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout_s)
         except TimeoutError:
             return False
         finally:
+            self._count -= 1
+            left = self._by_owner[owner] - 1
+            if left:
+                self._by_owner[owner] = left
+            else:
+                del self._by_owner[owner]
             waiters = self._waiting.get(key)
             if waiters is not None:
-                try:
-                    waiters.remove(waiter)
-                except ValueError:
-                    pass
+                waiters.pop(waiter, None)
                 if not waiters:
                     del self._waiting[key]
 

@@ -54,6 +54,8 @@ from orbitmq.store.config import BrokerRole
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
+#: A waiter offset no dispatch reaches: short polling parks for its whole time.
+NEVER_WOKEN = 1 << 63
 
 
 def _int32(value: int) -> int:
@@ -218,7 +220,15 @@ class PullHandler:
             # A slave that may not be read sends the consumer back to the master at once.
             return self._respond(request, result, ResponseCode.PULL_RETRY_IMMEDIATELY)
         if code == ResponseCode.PULL_NOT_FOUND and sys_flag & FLAG_SUSPEND:
-            result = await self._hold(topic, queue_id, offset, request, result, message_filter, max_nums, group)
+            refused = self.waiters.refusal(
+                peer.id, config.max_suspended_pulls, config.max_suspended_pulls_per_connection
+            )
+            if refused is not None:
+                result.release()
+                raise RequestError(ResponseCode.SYSTEM_BUSY, refused)
+            result = await self._hold(
+                topic, queue_id, offset, request, result, message_filter, max_nums, group, peer.id
+            )
             code = response_code(result, offset)
         if self.stats is not None and result.message_count:
             self.stats.record_get(group, topic, result.message_count)
@@ -243,6 +253,7 @@ class PullHandler:
         message_filter: MessageFilter,
         max_nums: int,
         group: str,
+        owner: int,
     ) -> GetMessageResult:
         """Long poll: wait for a dispatch to this queue, then read again (once per wake)."""
         config = self.live.value
@@ -257,9 +268,10 @@ class PullHandler:
             if remaining <= 0:
                 return result
             if config.long_polling_enable:
-                woken = await self.waiters.wait(topic, queue_id, offset, remaining)
+                woken = await self.waiters.wait(topic, queue_id, offset, remaining, owner)
             else:
-                await asyncio.sleep(remaining)
+                # Short polling waits out its time, but parked all the same (and counted).
+                await self.waiters.wait(topic, queue_id, NEVER_WOKEN, remaining, owner)
                 woken = True
             result.release()
             result = self.store.get_message(group, topic, queue_id, offset, max_nums, message_filter)
