@@ -62,6 +62,10 @@ class BrokerConfig:
     #: PermName bits of the whole broker (6 = read and write).
     broker_permission: int = 6
     auto_create_topic_enable: bool = True
+    #: Limits on topics clients create by sending (not RocketMQ keys; broker/autocreate.py):
+    #: none once the broker holds this many topics, and at most this many per minute.
+    auto_create_topic_max_count: int = 4_096
+    auto_create_topic_per_minute: int = 600
     auto_create_subscription_group: bool = True
     #: Queue count of the TBW102 template topic (read and write).
     default_topic_queue_nums: int = 8
@@ -251,7 +255,8 @@ class BrokerConfig:
             raise ConfigError("brokerAccessKey and brokerSecretKey go together: give both or neither")
         if self.ha_auth_enable and not self.ha_auth_secret:
             raise ConfigError("haAuthEnable=true needs haSecret (or aclEnable=true with brokerSecretKey)")
-        for name in ("max_suspended_pulls", "max_suspended_pulls_per_connection"):
+        for name in ("max_suspended_pulls", "max_suspended_pulls_per_connection",
+                     "auto_create_topic_max_count", "auto_create_topic_per_minute"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{_FIELD_TO_KEY[name]} must not be negative")
         for addr in self.namesrv_addrs:

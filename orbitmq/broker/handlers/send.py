@@ -23,6 +23,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
+from orbitmq.broker.autocreate import AutoCreateLimiter
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.broker.handlers.fields import Registry, integer, optional_text, text
@@ -218,6 +219,8 @@ class SendHandlers:
         self.groups_changed = groups_changed
         self.gate = gate or SendGate()
         self.monotonic = monotonic
+        #: autoCreateTopicMaxCount / autoCreateTopicPerMinute (broker/autocreate.py).
+        self.auto_create = AutoCreateLimiter(monotonic)
 
     def register(self, server: Registry) -> None:
         server.register(RequestCode.SEND_MESSAGE, self.send_message)
@@ -282,7 +285,15 @@ class SendHandlers:
         else:
             default_topic = optional_text(request, "defaultTopic", names.AUTO_CREATE_TOPIC_KEY_TOPIC) or ""
             queue_nums = integer(request, "defaultTopicQueueNums", 4)
+            config = self.live.value
+            refused = self.auto_create.refusal(
+                topic, len(self.topics), config.auto_create_topic_max_count, config.auto_create_topic_per_minute
+            )
+            if refused is not None:
+                raise RequestError(*refused)
             created = self.topics.create_in_send(topic, default_topic, queue_nums, integer(request, "topicSysFlag", 0))
+            if created is not None:
+                self.auto_create.created()
         if created is None:
             raise TopicNotExist(f"topic[{topic}] not exist, apply first please!")
         self.topics_changed()
