@@ -64,6 +64,7 @@ from orbitmq.broker.transaction import TransactionService
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import decode_record
 from orbitmq.errors import ConfigError, DiskFull, OrbitMQError, StoreError
+from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -305,11 +306,12 @@ class Broker:
                 self.acl.load()
             except AclError as exc:
                 raise ConfigError(f"aclEnable=true but {exc}") from None
-        server = RemotingServer(config.listen_host, config.listen_port, tls=server_tls)
+        budget = MemoryBudget(config.remoting_memory_budget)  # one for both listeners
+        server = RemotingServer(config.listen_host, config.listen_port, tls=server_tls, memory_budget=budget)
         self.server = server
         fast_port = config.fast_port
         if fast_port is not None:
-            self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls)
+            self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls, memory_budget=budget)
         registry = _TrackingRegistry(server, self.fast_server, self.acl, self.store_health)
         self._registry = registry
         self._wire_handlers(registry, store)

@@ -100,7 +100,8 @@ _EPILOG = """\b
 Config file keys (RocketMQ's names; durations in ms):
   listenHost, listenPort, kvConfigPath, orderMessageEnable,
   scanNotActiveBrokerInterval (10000), brokerChannelExpiredTime (120000),
-  maxFrameLength, rocketmqHome, productEnvName, clusterTest.
+  maxFrameLength, remotingMemoryBudget (bytes, 268435456), rocketmqHome,
+  productEnvName, clusterTest.
 OrbitMQ's own: aclEnable (writes need an admin account of aclConfigPath,
   a plain_acl.yml; default next to kvConfigPath).
 RocketMQ's TLS keys: tls.server.mode (disabled|permissive|enforcing),

@@ -41,6 +41,8 @@ class NamesrvConfig:
     broker_channel_expired_time_ms: int = 120_000
     #: RocketMQ's frameMaxLength default: 16 MiB.
     max_frame_length: int = 16 << 20
+    #: Bytes all connections may hold in unfinished frames and unread output (remoting/budget.py).
+    remoting_memory_budget: int = 256 << 20
     rocketmq_home: str = ""
     product_env_name: str = "center"
     cluster_test: bool = False
@@ -60,7 +62,8 @@ class NamesrvConfig:
             object.__setattr__(self, "kv_config_path", _default_kv_config_path())
         if not 0 <= self.listen_port <= 65535:
             raise ConfigError(f"listenPort must be 0..65535, got {self.listen_port}")
-        for name in ("scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length"):
+        for name in ("scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length",
+                     "remoting_memory_budget"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_KEY_OF_FIELD[name]} must be positive, got {getattr(self, name)}")
 
@@ -146,6 +149,7 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", _parse_int),
     "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", _parse_int),
     "maxFrameLength": ("max_frame_length", _parse_int),
+    "remotingMemoryBudget": ("remoting_memory_budget", _parse_int),
     "rocketmqHome": ("rocketmq_home", _parse_str),
     "productEnvName": ("product_env_name", _parse_str),
     "clusterTest": ("cluster_test", _parse_bool),
@@ -159,7 +163,7 @@ KNOWN_KEYS = frozenset(_KEYS)
 
 #: Keys that bind sockets or open files at start-up.
 STARTUP_ONLY_KEYS = frozenset({
-    "listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "rocketmqHome",
+    "listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "remotingMemoryBudget", "rocketmqHome",
     # Turning ACL off over the wire would let a request lift its own check.
     "aclEnable", "aclConfigPath",
 })

@@ -27,6 +27,7 @@ from orbitmq.namesrv.config import NamesrvConfig
 from orbitmq.namesrv.handlers import NamesrvHandlers, RequestGate
 from orbitmq.namesrv.kvconfig import KVConfig, KVConfigFile
 from orbitmq.namesrv.routes import RouteTable
+from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import Peer, RemotingServer
 
@@ -74,6 +75,7 @@ class NameServer:
         server = RemotingServer(
             self._config.listen_host, self._config.listen_port, max_frame_length=self._config.max_frame_length,
             tls=self._config.tls.server_tls(),
+            memory_budget=MemoryBudget(self._config.remoting_memory_budget),
         )
         handlers.register_on(server, self._acl_gate())
         server.on_disconnect(self._on_disconnect)

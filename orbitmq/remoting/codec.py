@@ -172,6 +172,21 @@ class FrameDecoder:
         """Bytes received but not yet part of a complete frame."""
         return len(self._pending)
 
+    @property
+    def unfinished_frame_size(self) -> int:
+        """Size of the frame being received (length prefix included), 0 when none has begun.
+
+        Until its 4-byte length prefix is complete a frame counts as the bytes seen so far.
+        """
+        pending = self._pending
+        if len(pending) < 4:
+            return len(pending)
+        return 4 + int.from_bytes(pending[:4], "big", signed=True)
+
+    def release(self) -> None:
+        """Drop buffered bytes for good (the connection is gone)."""
+        self._pending = bytearray()
+
     def feed(self, data: Buffer) -> list[RemotingCommand]:
         """Add `data` to the stream; return the commands it completes, in order.
 

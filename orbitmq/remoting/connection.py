@@ -9,6 +9,14 @@ with one `writelines` at its end, and frames produced by tasks leave together
 on the next loop turn (one write costs ~5 µs here, whatever its size).
 `Peer` is the face of a connection that handlers see.
 
+Memory: a server's connections share a `MemoryBudget` (budget.py) for their
+unfinished frames and stalled output, and a connection stops reading while it
+waits for the budget, while its peer does not read its answers (server side),
+or while too many of its handlers run. Nothing refers back to a connection
+from the objects it owns or hands out (`Peer` holds it weakly), so a closed
+connection and its buffers are freed as soon as the transport lets go of it,
+without waiting for the cycle collector.
+
 Ownership: all state of a connection belongs to the event loop thread that
 runs it; nothing here is thread-safe.
 """
@@ -19,11 +27,13 @@ import asyncio
 import inspect
 import itertools
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import cast
 
 from orbitmq.errors import BrokerError, ConnectError, FrameError, OrbitMQError
-from orbitmq.remoting.codec import FrameDecoder, encode
+from orbitmq.remoting.budget import MemoryBudget
+from orbitmq.remoting.codec import FrameDecoder, body_length, encode
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, Buffer, RemotingCommand, next_opaque
 from orbitmq.remoting.eager import start_eagerly
@@ -60,19 +70,26 @@ class Route:
 
 _peer_ids = itertools.count(1)
 
+#: Answers made while one read is processed leave in one write at its end, except that past
+#: this many bytes they are written at once: a peer that does not read is then noticed
+#: (pause_writing) before answers to the rest of the read pile up.
+EARLY_FLUSH_BYTES = 1 << 20
+
 
 class Peer:
     """The other end of one connection, as request handlers see it.
 
     `invoke` sends a request over this connection and waits for the answer
     (the broker uses it to ask clients for consumer status, running info,
-    ...); `invoke_oneway` sends one that is never answered.
+    ...); `invoke_oneway` sends one that is never answered. A peer refers to
+    its connection weakly: registries may keep peers after the connection
+    closed without keeping its buffers alive.
     """
 
-    __slots__ = ("_conn", "host", "id", "port")
+    __slots__ = ("_conn_ref", "host", "id", "port")
 
     def __init__(self, conn: Connection, host: str, port: int) -> None:
-        self._conn = conn
+        self._conn_ref = weakref.ref(conn)
         self.id = next(_peer_ids)
         self.host = host
         self.port = port
@@ -86,21 +103,31 @@ class Peer:
 
     @property
     def closed(self) -> bool:
-        return self._conn.closed
+        conn = self._conn_ref()
+        return conn is None or conn.closed
+
+    def _conn(self) -> Connection:
+        conn = self._conn_ref()
+        if conn is None:
+            raise ConnectError(f"connection to {self.addr} is closed")
+        return conn
 
     async def invoke(self, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
         """Send `cmd` and return the response; `RequestTimeout` or `ConnectError` otherwise."""
-        return await self._conn.invoke(cmd, timeout)
+        return await self._conn().invoke(cmd, timeout)
 
     async def invoke_oneway(self, cmd: RemotingCommand) -> None:
         """Send `cmd` with the oneway flag; returns once queued for writing (`ConnectError` if closed)."""
         cmd.flag |= RPC_ONEWAY
-        self._conn.send(cmd)
-        await self._conn.drain()
+        conn = self._conn()
+        conn.send(cmd)
+        await conn.drain()
 
     def close(self) -> None:
         """Close the connection after writing what is queued."""
-        self._conn.close()
+        conn = self._conn_ref()
+        if conn is not None:
+            conn.close()
 
     def __repr__(self) -> str:
         return f"Peer(id={self.id}, addr={self.addr!r}, closed={self.closed})"
@@ -117,6 +144,8 @@ class Connection(asyncio.Protocol):
         max_frame_length: int,
         max_inflight: int = 4096,
         on_lost: Callable[[Connection], None] | None = None,
+        budget: MemoryBudget | None = None,
+        pause_reading_while_writes_wait: bool = False,
     ) -> None:
         self._routes = routes
         self._default_route = default_route
@@ -129,14 +158,26 @@ class Connection(asyncio.Protocol):
         self.closed = False
         # Outgoing frames waiting for the next flush; `_flush_handle` is set while one is scheduled.
         self._out: list[Buffer] = []
+        self._out_bytes = 0
+        # Requests read but not yet dispatched because the peer stopped reading our answers.
+        self._backlog: list[RemotingCommand] = []
         self._flush_handle: asyncio.Handle | None = None
         self._reading = False  # inside data_received: its frames are flushed when it returns
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
+        # Reading is paused while any of these holds (see _update_reading).
         self._read_paused = False
         self._draining = False  # set by stop_reading(): reading stays paused until the close
-        # Requests we sent that await their response.
-        self._pending = PendingRequests(self._loop, lambda: self.peer.addr)
+        self._inflight_full = False  # too many handler tasks; cleared at half the limit
+        self._budget_wait = False  # queued for the memory budget
+        # A server stops reading from a peer that does not read its answers.
+        self._pause_on_write = pause_reading_while_writes_wait
+        self._budget = budget
+        self._budget_frame = 0  # bytes of the unfinished frame reserved in the budget
+        self._budget_output = 0  # bytes of stalled output counted in the budget
+        # Requests we sent that await their response. The lambda holds the peer, not self (no cycle).
+        peer = self.peer
+        self._pending = PendingRequests(self._loop, lambda: peer.addr)
         # Handler tasks of incoming requests; cancelled when the connection goes away.
         self._tasks: set[asyncio.Task[None]] = set()
         self.lost: asyncio.Future[None] = self._loop.create_future()
@@ -160,20 +201,42 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection %s: %s", self.peer.addr, exc)
             self.abort()
             return
+        if self._budget is not None and not self._budget_wait:
+            self._reserve(self._decoder.unfinished_frame_size)
+        if self._backlog:  # read before the pause took effect: keep the order
+            self._backlog += commands
+            return
+        self._process(commands)
+
+    def _process(self, commands: list[RemotingCommand]) -> None:
+        """Dispatch `commands` in order; their answers leave together at the end (see EARLY_FLUSH_BYTES)."""
         self._reading = True
         try:
-            for cmd in commands:
+            for index, cmd in enumerate(commands):
+                if self._pause_on_write and self._write_paused:
+                    self._backlog = commands[index:]
+                    self._update_reading()
+                    break
                 if cmd.flag & RPC_TYPE_RESPONSE:
                     if not self._pending.complete(cmd):
                         log.debug("response %d from %s matches no pending request", cmd.opaque, self.peer.addr)
                 else:
                     self._dispatch(cmd)
+                if self._out_bytes >= EARLY_FLUSH_BYTES:
+                    self._flush()
         finally:
             self._reading = False
         if self._out:
             if self._flush_handle is not None:
                 self._flush_handle.cancel()
             self._flush()
+
+    def _resume_backlog(self) -> None:
+        if self.closed or not self._backlog or (self._pause_on_write and self._write_paused):
+            return
+        backlog, self._backlog = self._backlog, []
+        self._process(backlog)
+        self._update_reading()
 
     def eof_received(self) -> bool | None:
         return None  # close our side too
@@ -184,7 +247,16 @@ class Connection(asyncio.Protocol):
             self._flush_handle.cancel()
             self._flush_handle = None
         self._out.clear()
-        self._pending.fail_all(lambda: ConnectError(f"connection to {self.peer.addr} lost"))
+        self._out_bytes = 0
+        self._backlog = []
+        self._decoder.release()
+        if self._budget is not None:
+            self._budget.set_output(self._budget_output, 0)
+            self._budget.forget(self, self._budget_frame)
+            self._budget_frame = self._budget_output = 0
+        self._transport = None  # the transport refers to us until it is gone; we let go first
+        addr = self.peer.addr
+        self._pending.fail_all(lambda: ConnectError(f"connection to {addr} lost"))
         for task in list(self._tasks):
             task.cancel()
         self._wake_writers()
@@ -195,10 +267,66 @@ class Connection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self._write_paused = True
+        self._count_output()
+        if self._pause_on_write:
+            self._update_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        self._count_output()
         self._wake_writers()
+        if self._backlog:
+            self._loop.call_soon(self._resume_backlog)  # not inside the transport's write callback
+        elif self._pause_on_write:
+            self._update_reading()
+
+    # --- memory and reading -------------------------------------------------------
+
+    def _reserve(self, size: int) -> None:
+        """Hold `size` bytes of the budget for the frame being received (0: none); pause if refused."""
+        assert self._budget is not None
+        if size == self._budget_frame:
+            return
+        held, self._budget_frame = self._budget_frame, 0
+        if self._budget.exchange(self, held, size):
+            self._budget_frame = size
+        else:
+            self._budget_wait = True
+            self._update_reading()
+
+    def budget_granted(self, size: int) -> None:
+        """Called by the budget: the reservation this connection queued for is held now."""
+        self._budget_frame = size
+        self._budget_wait = False
+        self._update_reading()
+
+    def _count_output(self) -> None:
+        """Count output held above the transport's high-water mark in the budget (0 below it)."""
+        if self._budget is None:
+            return
+        now = 0
+        if self._write_paused and self._transport is not None:
+            now = self._transport.get_write_buffer_size()
+        if now != self._budget_output:
+            self._budget.set_output(self._budget_output, now)
+            self._budget_output = now
+
+    def _update_reading(self) -> None:
+        """Pause or resume reading to match the reasons that hold."""
+        want_paused = (
+            self._draining
+            or self._inflight_full
+            or self._budget_wait
+            or bool(self._backlog)
+            or (self._pause_on_write and self._write_paused)
+        )
+        if want_paused == self._read_paused or self.closed or self._transport is None:
+            return
+        self._read_paused = want_paused
+        if want_paused:
+            self._transport.pause_reading()
+        else:
+            self._transport.resume_reading()
 
     # --- sending ------------------------------------------------------------------
 
@@ -206,16 +334,21 @@ class Connection(asyncio.Protocol):
         """Queue `cmd` for the next flush (same loop turn frames share one write)."""
         if self.closed or self._transport is None or self._transport.is_closing():
             raise ConnectError(f"connection to {self.peer.addr} is closed")
-        self._out += encode(cmd)
+        parts = encode(cmd)
+        self._out += parts
+        self._out_bytes += len(parts[0]) + body_length(cmd.body)
         if self._flush_handle is None and not self._reading:
             self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_handle = None
         out, self._out = self._out, []
+        self._out_bytes = 0
         if out and self._transport is not None and not self._transport.is_closing():
             self._transport.writelines(out)
             self.last_activity = self._loop.time()
+            if self._write_paused:
+                self._count_output()
 
     async def drain(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark."""
@@ -285,17 +418,16 @@ class Connection(asyncio.Protocol):
     def _track(self, task: asyncio.Task[None]) -> None:
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
-        if len(self._tasks) >= self._max_inflight and not self._read_paused and self._transport is not None:
+        if len(self._tasks) >= self._max_inflight and not self._inflight_full:
             # Stop reading until handlers catch up, so one peer cannot queue unbounded work.
-            self._read_paused = True
-            self._transport.pause_reading()
+            self._inflight_full = True
+            self._update_reading()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if self._read_paused and len(self._tasks) <= self._max_inflight // 2 and not self.closed and not self._draining:
-            self._read_paused = False
-            if self._transport is not None:
-                self._transport.resume_reading()
+        if self._inflight_full and len(self._tasks) <= self._max_inflight // 2:
+            self._inflight_full = False
+            self._update_reading()
 
     async def _serve(self, handler: Handler, request: RemotingCommand) -> None:
         try:
@@ -365,10 +497,8 @@ class Connection(asyncio.Protocol):
     def stop_reading(self) -> list[asyncio.Task[None]]:
         """Read no more requests (for a graceful close); returns the handler tasks still running."""
         if self._transport is not None and not self.closed:
-            self._draining = True  # reading stays paused: _task_done does not resume it now
-            if not self._read_paused:
-                self._read_paused = True
-                self._transport.pause_reading()
+            self._draining = True  # reading stays paused until the close
+            self._update_reading()
         return list(self._tasks)
 
     def close(self) -> None:
@@ -382,5 +512,6 @@ class Connection(asyncio.Protocol):
     def abort(self) -> None:
         """Close at once, dropping unwritten data."""
         self._out.clear()
+        self._out_bytes = 0
         if self._transport is not None:
             self._transport.abort()

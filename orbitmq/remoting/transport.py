@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.codec import DEFAULT_MAX_FRAME_LENGTH
 from orbitmq.remoting.command import RPC_ONEWAY, RemotingCommand
 from orbitmq.remoting.connection import Connection, Handler, Peer, Route
@@ -65,6 +66,10 @@ class RemotingServer:
     seconds (None: never) is closed, as RocketMQ does. Responses go out with
     the request's opaque and serialization type. With `tls` the port speaks
     TLS, only or next to plain connections (`tls.server.mode`, listener.py).
+    Unfinished frames and output stalled by peers that do not read stay within
+    `memory_budget` (budget.py; several servers may share one), and a
+    connection whose peer does not read its answers reads no more requests
+    until it does.
     """
 
     def __init__(
@@ -77,6 +82,7 @@ class RemotingServer:
         backlog: int = 1024,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         tls: ServerTls | None = None,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         self.host = host
         self.tls = tls
@@ -85,6 +91,7 @@ class RemotingServer:
         self.max_inflight_per_connection = max_inflight_per_connection
         self.backlog = backlog
         self.idle_timeout = idle_timeout
+        self.memory_budget = memory_budget if memory_budget is not None else MemoryBudget()
         self._idle_task: asyncio.Task[None] | None = None
         self._routes: dict[int, Route] = {}
         self._default_route: Route | None = None
@@ -152,6 +159,8 @@ class RemotingServer:
             max_frame_length=self.max_frame_length,
             max_inflight=self.max_inflight_per_connection,
             on_lost=self._connection_lost,
+            budget=self.memory_budget,
+            pause_reading_while_writes_wait=True,
         )
         conn.on_made = self._connection_made
         return conn

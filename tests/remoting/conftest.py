@@ -13,7 +13,7 @@ import pytest
 
 from orbitmq.remoting.loop import loop_factory, uvloop_available
 
-BOTH_LOOPS = {"test_transport.py"}
+BOTH_LOOPS = {"test_transport.py", "test_memory_budget.py"}
 
 
 def pytest_asyncio_loop_factories(
