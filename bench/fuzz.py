@@ -74,16 +74,8 @@ def run_hypothesis(seconds: float, findings: Findings) -> list[str]:
     from hypothesis import strategies as st
 
     from tests.fuzz.strategies import mutated_streams, requests
-    from tests.support.procs import orbitmq_command, start_server
 
-    root = Path(tempfile.mkdtemp(prefix="orbitmq-fuzz-"))
-    conf = root / "broker.conf"
-    conf.write_text("enablePropertyFilter=true\nmappedFileSizeCommitLog=16777216\nmappedFileSizeConsumeQueue=120000\n")
-    process = start_server(
-        orbitmq_command("dev", "--store", str(root / "data"), "--namesrv-port", "0", "--broker-port", "0",
-                        "--host", "127.0.0.1", "-c", str(conf)),
-        listeners=2,
-    )
+    process = harness.start_dev(Path(tempfile.mkdtemp(prefix="orbitmq-fuzz-")))
     namesrv, broker = process.addresses[0], process.addresses[1]
     kept = harness.send_acknowledged(broker)
     fuzz_settings = settings(

@@ -458,38 +458,31 @@ def _in(value: _Expr, items: frozenset[str], negate: bool, source: str) -> _Expr
     return _Expr(member, "boolean")
 
 
-def _and(terms: list[_Expr]) -> _Expr:
-    """Left to right; FALSE decides at once, otherwise any unknown makes the result unknown."""
+def _chain(terms: list[_Expr], decisive: bool) -> _Expr:
+    """AND (`decisive` False) or OR (True) of `terms`, left to right: the decisive value ends the
+    evaluation at once; otherwise any unknown operand makes the result unknown."""
     fns = tuple(t.fn for t in terms)
+    otherwise = not decisive
 
-    def all_of(props: Mapping[str, str]) -> Value:
+    def chain(props: Mapping[str, str]) -> Value:
         unknown = False
         for fn in fns:
             v = fn(props)
-            if v is False:
-                return False
+            if v is decisive:
+                return decisive
             if v is None:
                 unknown = True
-        return None if unknown else True
+        return None if unknown else otherwise
 
-    return _Expr(all_of, "boolean")
+    return _Expr(chain, "boolean")
+
+
+def _and(terms: list[_Expr]) -> _Expr:
+    return _chain(terms, False)
 
 
 def _or(terms: list[_Expr]) -> _Expr:
-    """Left to right; TRUE decides at once, otherwise any unknown makes the result unknown."""
-    fns = tuple(t.fn for t in terms)
-
-    def any_of(props: Mapping[str, str]) -> Value:
-        unknown = False
-        for fn in fns:
-            v = fn(props)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
-
-    return _Expr(any_of, "boolean")
+    return _chain(terms, True)
 
 
 def _not(operand: _Expr) -> _Expr:

@@ -22,6 +22,7 @@ import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from orbitmq.common.properties import encode_properties
 from orbitmq.common.record import iter_records
@@ -29,6 +30,7 @@ from orbitmq.errors import FrameError
 from orbitmq.remoting.codec import FrameDecoder, encode
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, SerializeType
+from tests.support.procs import ServerProcess, orbitmq_command, start_server
 
 #: Texts Python puts in its exceptions: none may reach a client in a remark.
 PYTHON_TEXT = re.compile(
@@ -296,6 +298,17 @@ FIXED_ELSEWHERE = {
 def fixed_elsewhere(problem: str) -> str | None:
     """The issue item that owns a known finding, or None for a new one."""
     return next((item for text, item in FIXED_ELSEWHERE.items() if text in problem), None)
+
+
+def start_dev(root: Path) -> ServerProcess:
+    """`orbitmq dev` (NameServer and broker) in a child process under `root`: SQL92 on, small files."""
+    conf = root / "broker.conf"
+    conf.write_text("enablePropertyFilter=true\nmappedFileSizeCommitLog=16777216\nmappedFileSizeConsumeQueue=120000\n")
+    return start_server(
+        orbitmq_command("dev", "--store", str(root / "data"), "--namesrv-port", "0", "--broker-port", "0",
+                        "--host", "127.0.0.1", "-c", str(conf)),
+        listeners=2,
+    )
 
 
 def unexpected_log_lines(output: Iterable[str]) -> list[str]:

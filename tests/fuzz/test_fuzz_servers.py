@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from orbitmq.remoting.command import RPC_ONEWAY, SerializeType
 from tests.fuzz import harness
 from tests.fuzz.strategies import mutated_streams, requests
-from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.procs import ServerProcess
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -44,14 +44,7 @@ class Servers:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    root = tmp_path_factory.mktemp("fuzz")
-    conf = root / "broker.conf"
-    conf.write_text("enablePropertyFilter=true\nmappedFileSizeCommitLog=16777216\nmappedFileSizeConsumeQueue=120000\n")
-    process = start_server(
-        orbitmq_command("dev", "--store", str(root / "data"), "--namesrv-port", "0", "--broker-port", "0",
-                        "--host", "127.0.0.1", "-c", str(conf)),
-        listeners=2,
-    )
+    process = harness.start_dev(tmp_path_factory.mktemp("fuzz"))
     try:
         namesrv, broker = process.addresses[0], process.addresses[1]
         yield Servers(process, namesrv, broker, harness.send_acknowledged(broker))

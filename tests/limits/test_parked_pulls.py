@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -25,15 +24,6 @@ from tests.broker_features.inproc import addr_of, create_topic, make_config
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture
-async def clients() -> AsyncIterator[list[RemotingClient]]:
-    made = [RemotingClient(), RemotingClient()]
-    try:
-        yield made
-    finally:
-        for c in made:
-            await c.close()
 
 
 def suspended_pull(topic: str, offset: int = 0) -> RemotingCommand:

@@ -10,28 +10,20 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from orbitmq.broker.server import Broker
 from orbitmq.broker.subcache import DEFAULT_CACHE_BYTES, MAX_EXPRESSION_LENGTH, BoundedCache
-from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
-from tests.broker.helpers import pull, request
+from tests.broker.helpers import pull
 from tests.broker_features.inproc import addr_of, create_topic, make_config
+from tests.broker_features.test_sql92_filter import check_client
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def long_tags(seed: int, count: int = 6000) -> str:
@@ -70,10 +62,8 @@ async def test_an_expression_over_the_limit_is_refused_unparsed_at_pull_heartbea
             response = await pull(client, addr, "T", "CG", 0, subscription=huge, expression_type=kind)
             assert response.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
             assert f"exceeds the broker's limit of {MAX_EXPRESSION_LENGTH}" in (response.remark or "")
-            body = {"clientId": "c1", "group": "CG",
-                    "subscriptionData": {"topic": "T", "subString": huge, "expressionType": kind}}
-            check = await request(client, addr, RequestCode.CHECK_CLIENT_CONFIG, body=body)
-            assert check.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+            code, _ = await check_client(client, addr, kind, huge)
+            assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
         fine = await pull(client, addr, "T", "CG", 0, subscription="a||b")
         assert fine.code == ResponseCode.PULL_NOT_FOUND
 

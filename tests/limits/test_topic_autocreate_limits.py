@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +16,6 @@ from tests.broker_features.inproc import addr_of, create_topic, make_config
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 async def test_no_topic_is_auto_created_once_the_broker_holds_the_configured_count(
