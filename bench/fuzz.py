@@ -49,11 +49,11 @@ class Findings:
     kinds: dict[str, tuple[int, str]] = field(default_factory=dict)  # signature -> (count, example hex)
 
     def add(self, problem: str, data: bytes) -> None:
-        known = harness.fixed_elsewhere(problem)
-        if known:
-            problem = f"[known, issue 10 {known}] {problem}"
         # One signature per kind: numbers (but request codes), byte values and addresses taken out.
         signature = re.sub(r"0x[0-9a-f]+|(?<!code )(?<!code\(s\) \[)(?<![\w-])\d+\b", "N", problem)[:240]
+        known = harness.fixed_elsewhere(problem)
+        if known:
+            signature = f"[known: issue 10 {known}] {signature}"
         count, example = self.kinds.get(signature, (0, data[:160].hex()))
         self.kinds[signature] = (count + 1, example)
 
@@ -137,22 +137,31 @@ def run_atheris(seconds: float, findings: Findings) -> list[str]:
     corpus.mkdir()
     cmd = [sys.executable, "-m", "bench.fuzz", "--atheris-worker", str(out), f"-max_total_time={int(seconds)}",
            "-timeout=30", "-rss_limit_mb=4096", str(corpus)]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=seconds + 120)
-    stats = [line for line in proc.stderr.splitlines() if re.match(r"#\d+\s+(DONE|pulse|REDUCE|NEW|INITED)", line)]
+    log = out.parent / "libfuzzer.log"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            proc.wait(seconds + 120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    text = log.read_text(errors="replace")
+    stats = [line for line in text.splitlines() if re.match(r"#\d+\s+(DONE|pulse|REDUCE|NEW|INITED)", line)]
     health = [f"libFuzzer: {stats[-1].strip()}" if stats else "libFuzzer printed no statistics",
-              f"corpus kept: {len(list(corpus.iterdir()))} inputs"]
-    if proc.returncode not in (0,):
-        health.append(f"worker exit code {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}")
+              f"corpus kept: {len(list(corpus.iterdir()))} inputs (libFuzzer log: {log})"]
+    if proc.returncode != 0:
+        health.append(f"worker exit code {proc.returncode}; the end of its log: {text.strip().splitlines()[-3:]}")
+    last_health = "no health check reported"
     if out.exists():
         for raw in out.read_text().splitlines():
             entry = json.loads(raw)
             if entry["kind"] == "inputs":
                 findings.inputs["atheris inputs"] += entry["count"]
             elif entry["kind"] == "health":
-                health.append(entry["text"])
+                last_health = entry["text"]
             else:
                 findings.add(entry["problem"], bytes.fromhex(entry["input"]))
-    return health
+    return [*health, last_health]
 
 
 def atheris_worker(out_path: str, libfuzzer_args: list[str]) -> None:
@@ -244,26 +253,16 @@ def atheris_worker(out_path: str, libfuzzer_args: list[str]) -> None:
         for problem in harness.exchange(target, stream).problems():
             record("finding", problem=problem, input=stream[:160].hex())
         counter[0] += 1
-        if counter[0] % 500 == 0:
+        if counter[0] % 500 == 0:  # libFuzzer ends the process without notice: report as we go
             record("inputs", count=500)
             try:
                 harness.check_alive(broker, namesrv)
                 harness.check_readable(broker, kept)
+                record("health", text=f"after {counter[0]} inputs: servers up, all {len(kept.bodies)} "
+                                      "acknowledged messages readable")
             except AssertionError as exc:
-                record("finding", problem=f"health check failed: {exc}", input="")
+                record("health", text=f"AFTER {counter[0]} INPUTS: {exc}")
 
-    def at_exit() -> None:
-        record("inputs", count=counter[0] % 500)
-        try:
-            harness.check_alive(broker, namesrv)
-            harness.check_readable(broker, kept)
-            record("health", text=f"after the run: servers up, all {len(kept.bodies)} acknowledged messages readable")
-        except AssertionError as exc:
-            record("health", text=f"AFTER THE RUN: {exc}")
-
-    import atexit
-
-    atexit.register(at_exit)
     atheris.Setup([sys.argv[0], *libfuzzer_args], one_input)
     atheris.Fuzz()
 

@@ -292,6 +292,8 @@ FIXED_ELSEWHERE = {
     "bad SubscriptionGroupConfig: '": "item 11: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) body of the wrong shape",
     "update broker config failed: '": "item 11: UPDATE_BROKER_CONFIG (25) body that is not UTF-8",
     "in write_v4": "item 10: out-of-range numbers in send headers reach the record encoder",
+    "ValueError: The specified topic": "item 2: CONSUMER_SEND_MSG_BACK (36) with a group name that makes an "
+                                       "illegal retry topic",
 }
 
 
