@@ -178,6 +178,7 @@ def atheris_worker(out_path: str, libfuzzer_args: list[str]) -> None:
     from tests.fuzz.strategies import PLAUSIBLE
 
     out = open(out_path, "a", encoding="utf-8")  # noqa: SIM115 - written until libFuzzer ends the process
+    current = [""]  # the input being sent (hex), named by findings the server logs meanwhile
 
     def record(kind: str, **fields: object) -> None:
         out.write(json.dumps({"kind": kind, **fields}) + "\n")
@@ -194,7 +195,7 @@ def atheris_worker(out_path: str, libfuzzer_args: list[str]) -> None:
                         tb = tb.tb_next
                     where = f" in {tb.tb_frame.f_code.co_name} ({Path(tb.tb_frame.f_code.co_filename).name})"
                 problem = re.sub(r"from \S+ ", "", rec.getMessage()) + f"{where}: {type(exc).__name__}: {exc}"
-                record("finding", problem=f"server log: {problem}", input="")
+                record("finding", problem=f"server log: {problem}", input=current[0])
 
     logging.getLogger("orbitmq").addHandler(Unexpected(logging.ERROR))
     logging.getLogger("orbitmq").setLevel(logging.ERROR)
@@ -250,6 +251,7 @@ def atheris_worker(out_path: str, libfuzzer_args: list[str]) -> None:
             stream = harness.request(code, fields, body, serialize=serialize)
         if not stream:
             return
+        current[0] = stream[:160].hex()
         for problem in harness.exchange(target, stream).problems():
             record("finding", problem=problem, input=stream[:160].hex())
         counter[0] += 1

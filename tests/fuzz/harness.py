@@ -294,6 +294,7 @@ FIXED_ELSEWHERE = {
     "in write_v4": "item 10: out-of-range numbers in send headers reach the record encoder",
     "ValueError: The specified topic": "item 2: CONSUMER_SEND_MSG_BACK (36) with a group name that makes an "
                                        "illegal retry topic",
+    "in remove_topic": "item 2: DELETE_TOPIC_IN_BROKER (215) with a topic name holding a NUL byte",
 }
 
 
