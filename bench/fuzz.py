@@ -186,7 +186,7 @@ def atheris_worker(out_path: str, libfuzzer_args: list[str]) -> None:
 
     class Unexpected(logging.Handler):
         def emit(self, rec: logging.LogRecord) -> None:
-            if "failed unexpectedly" in rec.getMessage():
+            if harness.UNEXPECTED.search(rec.getMessage()):
                 exc = rec.exc_info[1] if rec.exc_info else None
                 where = ""
                 if exc is not None and exc.__traceback__ is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from orbitmq.remoting.codes import ResponseCode
+from orbitmq.errors import BrokerError, SystemBusy, TopicNotExist
 
 
 class AutoCreateLimiter:
@@ -40,20 +40,20 @@ class AutoCreateLimiter:
         self._last = now
         return self._tokens
 
-    def refusal(self, topic: str, topic_count: int, max_count: int, per_minute: int) -> tuple[int, str] | None:
-        """(response code, remark) refusing to auto-create `topic`, or None when it may be created."""
+    def refusal(self, topic: str, topic_count: int, max_count: int, per_minute: int) -> BrokerError | None:
+        """The refusal to auto-create `topic` (TopicNotExist or SystemBusy), or None when it may be created."""
         if topic_count >= max_count:
             remark = (
                 f"topic[{topic}] not exist, and the broker auto-creates no more topics: it holds "
                 f"{topic_count} (autoCreateTopicMaxCount={max_count}); ask an administrator to create it"
             )
-            return ResponseCode.TOPIC_NOT_EXIST, remark
+            return TopicNotExist(remark)
         if self._refill(per_minute) < 1.0:
             remark = (
                 f"[OVERLOAD]topic[{topic}] not created: more than {per_minute} topics auto-created in a minute "
                 f"(autoCreateTopicPerMinute); try again later"
             )
-            return ResponseCode.SYSTEM_BUSY, remark
+            return SystemBusy(remark)
         return None
 
     def created(self) -> None:

@@ -61,7 +61,7 @@ def test_the_rate_refills_evenly_over_a_minute() -> None:
     limiter.created()
     assert limiter.refusal("t", 0, 10, 6) is not None
     full = limiter.refusal("t", 10, 10, 6)
-    assert full is not None and full[0] == ResponseCode.TOPIC_NOT_EXIST
+    assert full is not None and full.code == ResponseCode.TOPIC_NOT_EXIST
 
 
 def test_the_limits_are_broker_conf_keys() -> None:

@@ -42,6 +42,7 @@ from orbitmq.errors import (
     SubscriptionNotExist,
     SubscriptionNotLatest,
     SubscriptionParseFailed,
+    SystemBusy,
     SystemError_,
     TopicNotExist,
 )
@@ -225,7 +226,7 @@ class PullHandler:
             )
             if refused is not None:
                 result.release()
-                raise RequestError(ResponseCode.SYSTEM_BUSY, refused)
+                raise SystemBusy(refused)
             result = await self._hold(
                 topic, queue_id, offset, request, result, message_filter, max_nums, group, peer.id
             )

@@ -290,7 +290,7 @@ class SendHandlers:
                 topic, len(self.topics), config.auto_create_topic_max_count, config.auto_create_topic_per_minute
             )
             if refused is not None:
-                raise RequestError(*refused)
+                raise refused
             created = self.topics.create_in_send(topic, default_topic, queue_nums, integer(request, "topicSysFlag", 0))
             if created is not None:
                 self.auto_create.created()
