@@ -359,7 +359,7 @@ class Broker:
         register_delay_offset(registry, lambda: self.schedule)
         assert self.schedule is not None
         SendBackHandler(
-            live=self.live, topics=self.topics, groups=self.groups, store=store, route_delayed=self.schedule.rewrite,
+            live=self.live, topics=self.topics, groups=self.groups, store=store, route_delayed=self._delay_routing(),
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
         ).register(registry)
         PullHandler(

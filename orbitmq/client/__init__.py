@@ -17,6 +17,7 @@ from orbitmq.client.allocate import (
 )
 from orbitmq.client.batch import split_batches
 from orbitmq.client.config import ConsumeFromWhere, MessageModel
+from orbitmq.client.consume_context import ConsumeConcurrentlyContext, ConsumeOrderlyContext
 from orbitmq.client.lite_pull_consumer import LitePullConsumer
 from orbitmq.client.message import Message, MessageExt
 from orbitmq.client.message_selector import MessageSelector
@@ -47,7 +48,9 @@ __all__ = [
     "ByConfig",
     "ByMachineRoom",
     "ConsistentHash",
+    "ConsumeConcurrentlyContext",
     "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
     "ConsumeOrderlyResult",
     "ConsumeResult",
     "LitePullConsumer",

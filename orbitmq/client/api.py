@@ -112,14 +112,20 @@ class MQClientAPI:
 
     async def consumer_send_back(
         self, addr: str, broker_name: str, msg: MessageExt, group: str, delay_level: int,
-        max_reconsume_times: int, timeout: float = 5.0,
+        max_reconsume_times: int, timeout: float = 5.0, *, delay_ms: int | None = None,
+        last_error: str | None = None, attempts: int | None = None,
     ) -> None:
-        """Return a message for redelivery (CONSUMER_SEND_MSG_BACK, §3.5)."""
+        """Return a message for redelivery (CONSUMER_SEND_MSG_BACK, §3.5).
+
+        `delay_ms`, `last_error` and `attempts` travel in OrbitMQ's own header
+        fields (broker/handlers/sendback.py); a RocketMQ broker ignores them.
+        """
         _check(await self.invoke(
             addr, RequestCode.CONSUMER_SEND_MSG_BACK,
             _fields(offset=msg.commit_log_offset, group=group, delayLevel=delay_level, originMsgId=msg.msg_id,
                     originTopic=msg.topic, unitMode=False, maxReconsumeTimes=max_reconsume_times,
-                    bname=broker_name),
+                    bname=broker_name, orbitmqDelayMs=delay_ms, orbitmqLastError=last_error,
+                    orbitmqAttempts=attempts),
             timeout=timeout,
         ))
 

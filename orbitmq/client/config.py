@@ -138,6 +138,14 @@ class ConsumerConfig(ClientConfig):
     #: -1: 16 for concurrent consumers, unlimited for orderly ones (Java's rule).
     max_reconsume_times: int = -1
     suspend_current_queue_time_ms: int = 1_000
+    #: Orderly retry policy (OrbitMQ): a message whose listener failed this many times in all goes
+    #: to `%DLQ%<group>` and its queue moves on. 0: RocketMQ's rule (max_reconsume_times, by default
+    #: retry forever while the queue waits).
+    orderly_max_attempts: int = 0
+    #: Orderly: wait between attempts of a failed batch; 0: suspend_current_queue_time_ms. Each
+    #: further attempt doubles it, up to orderly_backoff_max_ms.
+    orderly_backoff_ms: int = 0
+    orderly_backoff_max_ms: int = 60_000
     consume_timeout_minutes: int = 15
     broker_suspend_max_time_ms: int = 15_000
     consumer_timeout_when_suspend_ms: int = 30_000
@@ -170,6 +178,10 @@ def from_kwargs(cls: type[C], **kwargs: Any) -> C:
         elif name == "tls":
             value = tls_settings(value)
         converted[name] = value
+    for name in ("orderly_max_attempts", "orderly_backoff_ms", "orderly_backoff_max_ms"):
+        value = converted.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{name} must be an integer >= 0, not {value!r}")
     return cls(**converted)
 
 

@@ -8,7 +8,16 @@ recorded; on SUSPEND_CURRENT_QUEUE_A_MOMENT (or a listener failure) they go
 back to the front of the queue and are consumed again after
 `suspend_current_queue_time_ms`, unless they exceeded the maximum reconsume
 times (unlimited by default), in which case they are sent to the dead
-letter queue (CONSUMER_SEND_MSG_BACK with delay level -1).
+letter queue (CONSUMER_SEND_MSG_BACK with delay level -1) and the queue
+moves on.
+
+OrbitMQ's retry policy (consumer options): `orderly_max_attempts=N` sends a
+batch to `%DLQ%<group>` after its N-th failed attempt, whatever
+max_reconsume_times says; `orderly_backoff_ms=B` waits B, 2B, 4B, ... (up to
+`orderly_backoff_max_ms`) between attempts instead of the fixed pause. A
+listener taking a context (consume_context.py) may also set the next pause
+(`suspend_current_queue_time_millis`), send the batch to the DLQ at once
+(`send_to_dlq`), or turn `auto_commit` off and commit with COMMIT.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orbitmq.client.config import ConsumerConfig, MessageModel
+from orbitmq.client.consume_context import ConsumeOrderlyContext
 from orbitmq.client.listener import ListenerRunner
 from orbitmq.client.offset_store import OffsetStore
 from orbitmq.client.process_queue import ProcessQueue
@@ -26,6 +36,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import ConsumeOrderlyResult, ConsumeResult
 from orbitmq.client.tasks import cancel_and_wait
+from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 
 log = logging.getLogger(__name__)
@@ -35,6 +46,14 @@ RELOCK_DELAY_S = 0.1
 SendToDlq = Callable[[MessageExt, MessageQueue], Awaitable[bool]]
 
 _SUCCESS_VALUES = {ConsumeOrderlyResult.SUCCESS, ConsumeResult.CONSUME_SUCCESS, "SUCCESS", "CONSUME_SUCCESS"}
+_COMMIT_VALUES = {ConsumeOrderlyResult.COMMIT, "COMMIT"}
+_ROLLBACK_VALUES = {ConsumeOrderlyResult.ROLLBACK, "ROLLBACK"}
+
+
+def _result_name(result: Any) -> str:
+    if result is None:
+        return "no result (it raised or timed out)"
+    return str(getattr(result, "value", result))
 
 
 class OrderlyConsumeService:
@@ -51,7 +70,12 @@ class OrderlyConsumeService:
         self.offset_store = offset_store
         self.rebalance = rebalance
         self.send_to_dlq = send_to_dlq
-        self.max_reconsume = config.max_reconsume_times if config.max_reconsume_times >= 0 else (1 << 31) - 1
+        if config.orderly_max_attempts > 0:
+            self.max_reconsume = config.orderly_max_attempts - 1
+        elif config.max_reconsume_times >= 0:
+            self.max_reconsume = config.max_reconsume_times
+        else:
+            self.max_reconsume = (1 << 31) - 1
         self.clustering = config.message_model is MessageModel.CLUSTERING
         self._tasks: set[asyncio.Task[None]] = set()
         self._locks: dict[MessageQueue, asyncio.Lock] = {}
@@ -108,33 +132,58 @@ class OrderlyConsumeService:
                 msgs = pq.take_messages(batch)
                 if not msgs:
                     return  # take_messages cleared pq.consuming; the next pull starts a new task
-                result = await self.runner.run(msgs)
+                context = ConsumeOrderlyContext(mq)
+                result = await self.runner.run(msgs, context)
                 if pq.dropped:
                     break
-                if result in _SUCCESS_VALUES:
-                    offset = pq.commit()
-                    if offset >= 0:
-                        self.offset_store.update_offset(mq, offset, False)
+                if result in _SUCCESS_VALUES and not context.send_to_dlq:
+                    if context.auto_commit:
+                        self._commit(pq, mq)
                     continue
-                if await self._exhausted(msgs, mq):
-                    offset = pq.commit()
-                    if offset >= 0:
-                        self.offset_store.update_offset(mq, offset, False)
+                if result in _COMMIT_VALUES and not context.send_to_dlq:
+                    self._commit(pq, mq)
                     continue
-                for msg in msgs:
-                    msg.reconsume_times += 1
-                pq.make_messages_to_consume_again(msgs)
-            await asyncio.sleep(self.config.suspend_current_queue_time_ms / 1000)
+                if result in _ROLLBACK_VALUES and not context.send_to_dlq:
+                    pq.rollback()
+                    suspend_ms = self._suspend_ms(msgs, context)
+                elif await self._exhausted(msgs, mq, result, context.send_to_dlq):
+                    self._commit(pq, mq)
+                    continue
+                else:
+                    suspend_ms = self._suspend_ms(msgs, context)
+                    for msg in msgs:
+                        msg.reconsume_times += 1
+                    pq.make_messages_to_consume_again(msgs)
+            await asyncio.sleep(suspend_ms / 1000)
         # Dropped: whoever owns the queue next starts from the committed offset.
         pq.consuming = False
 
-    async def _exhausted(self, msgs: list[MessageExt], mq: MessageQueue) -> bool:
-        """True when every message of the batch hit the maximum and went to the dead letter queue."""
-        if not all(m.reconsume_times >= self.max_reconsume for m in msgs):
+    def _commit(self, pq: ProcessQueue[Any], mq: MessageQueue) -> None:
+        offset = pq.commit()
+        if offset >= 0:
+            self.offset_store.update_offset(mq, offset, False)
+
+    def _suspend_ms(self, msgs: list[MessageExt], context: ConsumeOrderlyContext) -> int:
+        """The wait before the failed batch is consumed again (its attempt count not yet raised)."""
+        if context.suspend_current_queue_time_millis >= 0:
+            return context.suspend_current_queue_time_millis
+        base = self.config.orderly_backoff_ms
+        if base <= 0:
+            return self.config.suspend_current_queue_time_ms  # RocketMQ's fixed pause
+        failures = max(m.reconsume_times for m in msgs)
+        return int(min(base * (2 ** min(failures, 30)), max(base, self.config.orderly_backoff_max_ms)))
+
+    async def _exhausted(self, msgs: list[MessageExt], mq: MessageQueue, result: Any, give_up: bool) -> bool:
+        """True when the batch went to the dead letter queue: asked for, or every message used its attempts."""
+        if not give_up and not all(m.reconsume_times >= self.max_reconsume for m in msgs):
             return False
         for msg in msgs:
+            if mc.ORBITMQ_LAST_ERROR not in msg.properties:
+                msg.properties[mc.ORBITMQ_LAST_ERROR] = f"listener returned {_result_name(result)}"
             if not await self.send_to_dlq(msg, mq):
                 return False
+        log.warning("%s of %s went to the dead letter queue after %d attempt(s)",
+                    [m.msg_id for m in msgs], mq, max(m.reconsume_times for m in msgs) + 1)
         return True
 
     async def shutdown(self, timeout_s: float) -> None:

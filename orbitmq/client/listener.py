@@ -4,7 +4,12 @@ A listener is `fn(msgs)` returning a consume result; it may be a plain
 function (run on the consumer's thread pool so it never blocks the event
 loop) or a coroutine function (awaited on the loop). An exception, a missing
 result or a timeout counts as "consume later", as in RocketMQ: the message is
-redelivered, never lost.
+redelivered, never lost, and the exception text (or the timeout) is kept in
+the message's ORBITMQ_LAST_ERROR property for the send-back and the DLQ tools.
+
+A listener that takes a second positional parameter, `fn(msgs, context)`, is
+also given the consume context (consume_context.py) and may set retry choices
+on it.
 """
 
 from __future__ import annotations
@@ -22,13 +27,34 @@ from orbitmq.common.message import MessageExt
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[list[MessageExt]], Any]
+Listener = Callable[..., Any]
+
+
+def takes_context(listener: Callable[..., Any]) -> bool:
+    """True when `listener` accepts a second positional argument (the consume context)."""
+    try:
+        params = list(inspect.signature(listener).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for param in params:
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def record_error(msgs: list[MessageExt], text: str) -> None:
+    for msg in msgs:
+        msg.properties[mc.ORBITMQ_LAST_ERROR] = mc.error_text(text)
 
 
 class ListenerRunner:
     def __init__(self, listener: Listener, workers: int, timeout_s: float) -> None:
         self.listener = listener
         self.is_async = inspect.iscoroutinefunction(listener)
+        self.with_context = takes_context(listener)
         self.timeout_s = timeout_s
         self.executor = None if self.is_async else ThreadPoolExecutor(workers, thread_name_prefix="orbitmq-consume")
         # Async listeners get the same bound on concurrency that the pool gives sync ones.
@@ -36,8 +62,12 @@ class ListenerRunner:
         #: Called after each call with (msgs, result or None, elapsed ms): the consumer's statistics.
         self.on_result: Callable[[list[MessageExt], Any, float], None] | None = None
 
-    async def run(self, msgs: list[MessageExt]) -> Any | None:
-        """The listener's result, or None when it raised or timed out (logged)."""
+    async def run(self, msgs: list[MessageExt], context: object = None) -> Any | None:
+        """The listener's result, or None when it raised or timed out (logged).
+
+        `context` is passed as the second argument to listeners that take one.
+        """
+        args: tuple[Any, ...] = (msgs, context) if self.with_context else (msgs,)
         now = str(int(time.time() * 1000))
         for msg in msgs:
             msg.properties[mc.CONSUME_START_TIMESTAMP] = now
@@ -48,17 +78,19 @@ class ListenerRunner:
                 # asyncio.timeout rather than wait_for: no extra task per call, no lost cancellation.
                 async with asyncio.timeout(self.timeout_s):
                     if self.is_async:
-                        result = await self.listener(msgs)
+                        result = await self.listener(*args)
                     else:
                         loop = asyncio.get_running_loop()
-                        result = await loop.run_in_executor(self.executor, self.listener, msgs)
+                        result = await loop.run_in_executor(self.executor, self.listener, *args)
                 return result
             except TimeoutError:
+                record_error(msgs, f"listener timed out after {self.timeout_s:.0f} s")
                 log.warning("listener took longer than %.0f s for %s; consuming them later",
                             self.timeout_s, [m.msg_id for m in msgs])
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
+                record_error(msgs, f"{type(exc).__name__}: {exc}")
                 log.exception("listener raised for %s; consuming them later", [m.msg_id for m in msgs])
             finally:
                 if self.on_result is not None:

@@ -32,6 +32,24 @@ from orbitmq.errors import BrokerError, ClientError, RemotingError
 log = logging.getLogger(__name__)
 
 SEND_BACK_TIMEOUT_S = 5.0
+#: RocketMQ's default delay levels in ms (messageDelayLevel), level 1 first.
+DEFAULT_LEVELS_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
+                     480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
+
+
+def level_for_ms(delay_ms: int) -> int:
+    """The first default delay level at least `delay_ms` long (the last one for longer delays)."""
+    for level, ms in enumerate(DEFAULT_LEVELS_MS, start=1):
+        if ms >= delay_ms:
+            return level
+    return len(DEFAULT_LEVELS_MS)
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
 REQUEST_CODE_NOT_SUPPORTED = 3
 
 
@@ -121,12 +139,27 @@ class PullHelper:
             result = replace(result, messages=kept)
         return result
 
-    async def send_back(self, msg: MessageExt, mq: MessageQueue, *, delay_level: int, max_reconsume: int) -> bool:
-        """Return `msg` for redelivery (or to the DLQ with delay level -1); False if nothing worked."""
+    async def send_back(
+        self, msg: MessageExt, mq: MessageQueue, *, delay_level: int, max_reconsume: int, delay_ms: int | None = None,
+    ) -> bool:
+        """Return `msg` for redelivery (or to the DLQ with delay level -1); False if nothing worked.
+
+        `delay_ms` asks for an exact wait (the broker's timer); the level sent along is the first
+        of RocketMQ's default levels at least that long, for brokers without OrbitMQ's field. The
+        message's ORBITMQ_LAST_ERROR and its attempt count go along too.
+        """
         addr = self.instance.master_addr(mq.broker_name) or msg.store_host
+        if delay_ms is not None and delay_level >= 0:
+            delay_ms = max(0, delay_ms)
+            delay_level = level_for_ms(delay_ms)
+        else:
+            delay_ms = None
+        error = msg.properties.get(mc.ORBITMQ_LAST_ERROR)
+        attempts = max(msg.reconsume_times + 1, _int(msg.properties.get(mc.ORBITMQ_ATTEMPTS)))
         try:
             await self.instance.api.consumer_send_back(
-                addr, mq.broker_name, msg, self.group, delay_level, max_reconsume, SEND_BACK_TIMEOUT_S)
+                addr, mq.broker_name, msg, self.group, delay_level, max_reconsume, SEND_BACK_TIMEOUT_S,
+                delay_ms=delay_ms, last_error=mc.error_text(error) if error else None, attempts=attempts)
             return True
         except BrokerError as exc:
             if exc.code == REQUEST_CODE_NOT_SUPPORTED:
@@ -139,14 +172,20 @@ class PullHelper:
             log.warning("send-back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc)
         try:
             producer = await self.instance.inner_producer()
-            await producer.send(self._retry_copy(msg, delay_level, max_reconsume))
+            await producer.send(self._retry_copy(msg, delay_level, max_reconsume, delay_ms, attempts))
             return True
         except (BrokerError, RemotingError, ClientError) as exc:
             log.warning("resending %s to the retry topic failed: %s", msg.msg_id, exc)
             return False
 
-    def _retry_copy(self, msg: MessageExt, delay_level: int, max_reconsume: int) -> MessageExt:
+    def _retry_copy(
+        self, msg: MessageExt, delay_level: int, max_reconsume: int, delay_ms: int | None = None, attempts: int = 0,
+    ) -> MessageExt:
         props = dict(msg.properties)
+        if mc.ORBITMQ_LAST_ERROR in props:
+            props[mc.ORBITMQ_LAST_ERROR] = mc.error_text(props[mc.ORBITMQ_LAST_ERROR])
+        if attempts > 0:
+            props[mc.ORBITMQ_ATTEMPTS] = str(attempts)
         props.setdefault(mc.RETRY_TOPIC, msg.topic)
         props.setdefault(mc.ORIGIN_MESSAGE_ID, msg.msg_id)
         props[mc.RECONSUME_TIME] = str(msg.reconsume_times + 1)
@@ -157,4 +196,7 @@ class PullHelper:
         props[mc.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times) if delay_level >= 0 else "0"
         if delay_level < 0:
             props.pop(mc.DELAY_TIME_LEVEL, None)
+        elif delay_ms is not None:
+            props[mc.DELAY_TIME_LEVEL] = str(delay_level)
+            props[mc.TIMER_DELAY_MS] = str(delay_ms)  # a broker with a timer serves this one
         return MessageExt(topic=f"%RETRY%{self.group}", body=msg.body, flag=msg.flag, properties=props)

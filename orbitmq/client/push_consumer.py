@@ -27,7 +27,7 @@ from typing import Any
 
 from orbitmq.client.acl import acl_options
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
-from orbitmq.client.consume_concurrently import ConcurrentConsumeService
+from orbitmq.client.consume_concurrently import ConcurrentConsumeService, RetryChoice
 from orbitmq.client.consume_orderly import OrderlyConsumeService
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.listener import Listener, ListenerRunner
@@ -99,12 +99,16 @@ class PushConsumer(ClientService):
         self.subscriptions.pop(topic, None)
 
     def register_listener(self, listener: Listener) -> None:
-        """`listener(msgs)` returns ConsumeResult.CONSUME_SUCCESS or RECONSUME_LATER."""
+        """`listener(msgs)` returns ConsumeResult.CONSUME_SUCCESS or RECONSUME_LATER.
+
+        `listener(msgs, context)` also gets a ConsumeConcurrentlyContext for retry choices."""
         self._listener = listener
         self._orderly = False
 
     def register_orderly_listener(self, listener: Listener) -> None:
-        """`listener(msgs)` returns ConsumeOrderlyResult.SUCCESS or SUSPEND_CURRENT_QUEUE_A_MOMENT."""
+        """`listener(msgs)` returns ConsumeOrderlyResult.SUCCESS or SUSPEND_CURRENT_QUEUE_A_MOMENT.
+
+        `listener(msgs, context)` also gets a ConsumeOrderlyContext (pause, DLQ, auto_commit)."""
         self._listener = listener
         self._orderly = True
 
@@ -398,9 +402,10 @@ class PushConsumer(ClientService):
 
     # --- failed messages ---------------------------------------------------------------------------
 
-    async def _send_back(self, msg: MessageExt, mq: MessageQueue) -> bool:
+    async def _send_back(self, msg: MessageExt, mq: MessageQueue, choice: RetryChoice) -> bool:
         """Return a failed message to the broker for redelivery; True when it is safely stored."""
-        return await self.pulling.send_back(msg, mq, delay_level=0, max_reconsume=self._max_reconsume())
+        return await self.pulling.send_back(msg, mq, delay_level=choice.delay_level, delay_ms=choice.delay_ms,
+                                            max_reconsume=self._max_reconsume())
 
     async def _send_to_dlq(self, msg: MessageExt, mq: MessageQueue) -> bool:
         return await self.pulling.send_back(msg, mq, delay_level=-1, max_reconsume=self._max_reconsume())

@@ -64,6 +64,10 @@ class ConsumeOrderlyResult(str, enum.Enum):
 
     SUCCESS = "SUCCESS"
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+    #: With ConsumeOrderlyContext.auto_commit off: commit everything consumed so far (RocketMQ's, deprecated there).
+    COMMIT = "COMMIT"
+    #: With auto_commit off: consume everything not yet committed again after a pause.
+    ROLLBACK = "ROLLBACK"
 
 
 __all__ = [

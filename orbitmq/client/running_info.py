@@ -27,6 +27,7 @@ import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from orbitmq.client.consume_context import ConsumeConcurrentlyContext, ConsumeOrderlyContext
 from orbitmq.client.listener import ListenerRunner
 from orbitmq.client.offset_store import OffsetStore, ReadOffsetType
 from orbitmq.client.process_queue import ProcessQueue
@@ -212,6 +213,12 @@ def classify(result: Any, orderly: bool) -> str:
     return (_ORDERLY_RESULTS if orderly else _CONCURRENT_RESULTS).get(value, CR_LATER)
 
 
+def _direct_context(msg: MessageExt, orderly: bool) -> object:
+    """A fresh context for a listener that takes one; its choices are not acted on here."""
+    mq = MessageQueue(msg.topic, "", msg.queue_id)
+    return ConsumeOrderlyContext(mq) if orderly else ConsumeConcurrentlyContext(mq)
+
+
 async def consume_once(runner: ListenerRunner, msg: MessageExt, orderly: bool) -> dict[str, Any]:
     """Run the listener on `msg` alone and describe the outcome (ConsumeMessageDirectlyResult).
 
@@ -222,10 +229,11 @@ async def consume_once(runner: ListenerRunner, msg: MessageExt, orderly: bool) -
     remark: str | None = None
     async with runner.slots:
         try:
+            args = [[msg], _direct_context(msg, orderly)] if runner.with_context else [[msg]]
             if runner.is_async:
-                call = runner.listener([msg])
+                call = runner.listener(*args)
             else:
-                call = asyncio.get_running_loop().run_in_executor(runner.executor, runner.listener, [msg])
+                call = asyncio.get_running_loop().run_in_executor(runner.executor, runner.listener, *args)
             # wait_for, not asyncio.timeout: the request handler may still run eagerly, outside a task.
             result = await asyncio.wait_for(call, runner.timeout_s)
             code = classify(result, orderly)

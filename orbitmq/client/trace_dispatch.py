@@ -219,11 +219,11 @@ class TracedListenerRunner(ListenerRunner):
         self.dispatcher = dispatcher
         self.group = group
 
-    async def run(self, msgs: list[MessageExt]) -> Any | None:
+    async def run(self, msgs: list[MessageExt], context: object = None) -> Any | None:
         traced = [m for m in msgs if m.properties.get(mc.TRACE_SWITCH) != "false"
                   and m.topic != self.dispatcher.topic]
         if not traced:
-            return await super().run(msgs)
+            return await super().run(msgs, context)
         request_id = _request_ids.next()
         region = traced[0].properties.get(mc.MSG_REGION) or "DefaultRegion"
         beans = [TraceBean(msg_id=m.msg_id, topic=m.topic, tags=m.tags, keys=m.properties.get(mc.KEYS),
@@ -232,7 +232,7 @@ class TracedListenerRunner(ListenerRunner):
         started = time.monotonic()
         self.dispatcher.append(TraceContext(TraceType.SUB_BEFORE, int(time.time() * 1000), self.group, beans,
                                             region_id=region, request_id=request_id))
-        result = await super().run(msgs)
+        result = await super().run(msgs, context)
         elapsed = time.monotonic() - started
         ok = result in (ConsumeResult.CONSUME_SUCCESS, ConsumeOrderlyResult.SUCCESS,
                         ConsumeResult.CONSUME_SUCCESS.value, ConsumeOrderlyResult.SUCCESS.value)

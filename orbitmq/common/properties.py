@@ -59,6 +59,25 @@ START_DELIVER_TIME: Final = "__STARTDELIVERTIME"
 TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
 TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+# OrbitMQ's dead-letter bookkeeping (not RocketMQ names; other clients carry them as user properties).
+#: The last consumer exception text of a message sent back for retry or to the DLQ (truncated).
+ORBITMQ_LAST_ERROR: Final = "ORBITMQ_LAST_ERROR"
+#: How many times the message had been delivered when it was sent back (orderly retries are local).
+ORBITMQ_ATTEMPTS: Final = "ORBITMQ_ATTEMPTS"
+#: On a message resent from a DLQ: the dead letter's original message id (admin resendDlq).
+ORBITMQ_DLQ_ORIGIN: Final = "ORBITMQ_DLQ_ORIGIN"
+#: On a marker record in a DLQ: the original ids (one per line in the body) resent already.
+ORBITMQ_DLQ_RESENT_MARKER: Final = "ORBITMQ_DLQ_RESENT_MARKER"
+#: Longest ORBITMQ_LAST_ERROR kept, in characters.
+LAST_ERROR_MAX_CHARS: Final = 1024
+
+
+def error_text(text: str) -> str:
+    """`text` made fit for a property value: separators replaced, cut to LAST_ERROR_MAX_CHARS."""
+    text = text.replace(NAME_VALUE_SEPARATOR, " ").replace(PROPERTY_SEPARATOR, " ")
+    if len(text) > LAST_ERROR_MAX_CHARS:
+        text = text[: LAST_ERROR_MAX_CHARS - 3] + "..."
+    return text
 
 #: Separator between keys inside the KEYS property.
 KEY_SEPARATOR: Final = " "

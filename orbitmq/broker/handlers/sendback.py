@@ -8,6 +8,12 @@ found by its CommitLog offset → else 1. The decision and the new record
 come from `broker/retry.py`; a retry waits at its delay level in the
 schedule topic, a dead letter goes to `%DLQ%<group>` (one queue, perm R|W,
 created on demand) at once.
+
+OrbitMQ's own header fields (a RocketMQ broker ignores them, so any client may
+send them and any broker may receive them): `orbitmqDelayMs` — wait this many
+ms in the timer instead of at a delay level (not for dead letters);
+`orbitmqLastError` and `orbitmqAttempts` — recorded on the new record as
+ORBITMQ_LAST_ERROR and ORBITMQ_ATTEMPTS, for the DLQ tools.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common import names
+from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt, MessageExtBrokerInner
 from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.common.record import decode_record
@@ -50,7 +57,8 @@ class SendBackHandler:
         self.topics = topics
         self.groups = groups
         self.store = store
-        #: Sends a message carrying DELAY to the schedule topic (ScheduleService.rewrite).
+        #: Sends a message carrying a timer time to the timer, else one carrying DELAY to the
+        #: schedule topic (DelayRouting).
         self.route_delayed = route_delayed
         self.topics_changed = topics_changed
         self.groups_changed = groups_changed
@@ -85,6 +93,7 @@ class SendBackHandler:
         if target.dead:
             self._ensure_topic(target)
         msg = retry.retry_record(original, target, random.randrange(target.queue_nums), config.broker_addr)
+        self._orbitmq_fields(request, msg, target)
         self.route_delayed(msg)
         msg.refresh_properties_string()
         result = await self.store.put_message(msg)
@@ -93,6 +102,23 @@ class SendBackHandler:
         if self.stats is not None:
             self.stats.record_put(1)
         return request.response(ResponseCode.SUCCESS)
+
+    @staticmethod
+    def _orbitmq_fields(request: RemotingCommand, msg: MessageExtBrokerInner, target: retry.RetryTarget) -> None:
+        error = request.field("orbitmqLastError")
+        if error:
+            msg.properties[mc.ORBITMQ_LAST_ERROR] = mc.error_text(error)
+        if request.field("orbitmqAttempts"):
+            attempts = integer(request, "orbitmqAttempts")
+            if attempts > 0:
+                msg.properties[mc.ORBITMQ_ATTEMPTS] = str(attempts)
+        if request.field("orbitmqDelayMs") and not target.dead:
+            delay_ms = integer(request, "orbitmqDelayMs")
+            if delay_ms < 0:
+                raise SystemError_(f"the custom field <orbitmqDelayMs> must not be negative: {delay_ms}")
+            # The timer serves it (route_delayed sees TIMER_DELAY_MS before DELAY).
+            msg.properties.pop(mc.DELAY_TIME_LEVEL, None)
+            msg.properties[mc.TIMER_DELAY_MS] = str(delay_ms)
 
     def _ensure_topic(self, target: retry.RetryTarget) -> None:
         """Create the retry or dead-letter topic on demand; refuse when it is not writable."""
