@@ -356,8 +356,22 @@ class AdminClient:
             props[mc.KEYS] = mc.KEY_SEPARATOR.join(keys)
         if tags:
             props[mc.TAGS] = tags
+        return await self.send_with_properties(broker_addr, queue, body, props, producer_group=producer_group)
+
+    async def send_with_properties(
+        self,
+        broker_addr: str,
+        queue: MessageQueue,
+        body: bytes,
+        properties: Mapping[str, str],
+        *,
+        flag: int = 0,
+        producer_group: str = TOOLS_PRODUCER_GROUP,
+    ) -> SendResult:
+        """SEND_MESSAGE_V2 of one message with these properties (a fresh UNIQ_KEY unless they hold one)."""
+        props = dict(properties)
         props[mc.WAIT_STORE_MSG_OK] = "true"
-        uniq = wire.new_unique_id()
+        uniq = props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or wire.new_unique_id()
         props[mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
         fields = {
             "a": producer_group,
@@ -367,7 +381,7 @@ class AdminClient:
             "e": str(queue.queue_id),
             "f": "0",
             "g": str(int(time.time() * 1000)),
-            "h": "0",
+            "h": str(flag),
             "i": mc.encode_properties(props),
             "j": "0",
             "k": "false",
