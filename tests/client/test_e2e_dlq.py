@@ -343,3 +343,31 @@ async def wait_until_async(probe, timeout: float = 20.0) -> None:  # type: ignor
         if time.monotonic() > deadline:
             raise AssertionError("condition not met")
         await asyncio.sleep(0.05)
+
+
+async def test_ack_index_retries_only_the_messages_after_it(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, pg, cg = names
+    calls: list[list[bytes]] = []
+
+    def listener(msgs: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeResult:
+        calls.append([m.body for m in msgs])
+        if len(calls) == 1:
+            context.ack_index = 0  # only the first one is done
+            context.next_delay_ms = 0  # the rest at once
+        return ConsumeResult.CONSUME_SUCCESS
+
+    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                            consume_message_batch_max_size=3)
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        for body in (b"a1", b"a2", b"a3"):
+            await producer.send(Message(topic, body))
+        await consumer.start()
+        try:
+            await wait_until(lambda: sum(len(c) for c in calls) >= 5, timeout=30)
+        finally:
+            await consumer.shutdown()
+    assert calls[0] == [b"a1", b"a2", b"a3"]
+    assert sorted(b for c in calls[1:] for b in c) == [b"a2", b"a3"]
