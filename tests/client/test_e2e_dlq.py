@@ -13,7 +13,9 @@ import asyncio
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -37,6 +39,8 @@ from tests.client.test_e2e_crash import free_port, start_dev
 from tests.support.procs import ServerProcess, orbitmq_command
 
 pytestmark = pytest.mark.timeout(120)
+
+T = TypeVar("T")
 
 
 async def dead_letters(namesrv: str, group: str, count: int, timeout: float = 30.0) -> list[dlq.DeadLetter]:
@@ -71,10 +75,38 @@ async def copies_in(namesrv: str, topic: str) -> list[MessageExt]:
     return [m for _, m in records if mc.ORBITMQ_DLQ_ORIGIN in m.properties]
 
 
+async def consume(
+    namesrv: str, names: tuple[str, str, str], listener: Callable[..., Any], messages: list[Message],
+    until: Callable[[], Awaitable[T]], *, queues: int = 1, orderly: bool = False, **options: Any,
+) -> T:
+    """Send `messages` to a new topic, consume it from the start with `listener` and return `until()`."""
+    topic, pg, cg = names
+    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                            **options)
+    consumer.subscribe(topic, "*")
+    if orderly:
+        consumer.register_orderly_listener(listener)
+    else:
+        consumer.register_listener(listener)
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=queues)
+        for msg in messages:
+            await producer.send(msg)
+        await consumer.start()
+        try:
+            return await until()
+        finally:
+            await consumer.shutdown()
+
+
+def condition(predicate: Callable[[], bool]) -> Callable[[], Awaitable[None]]:
+    return lambda: wait_until(predicate, timeout=30)
+
+
 async def test_orderly_poison_message_goes_to_the_dlq_after_n_attempts_and_the_queue_moves_on_in_order(
     namesrv: str, names: tuple[str, str, str]
 ) -> None:
-    topic, pg, cg = names
+    topic, _, cg = names
     consumed: list[str] = []
     attempts: dict[str, int] = {}
 
@@ -87,19 +119,9 @@ async def test_orderly_poison_message_goes_to_the_dlq_after_n_attempts_and_the_q
             consumed.append(body)
         return ConsumeOrderlyResult.SUCCESS
 
-    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-                            orderly_max_attempts=3, orderly_backoff_ms=50, orderly_backoff_max_ms=200)
-    consumer.subscribe(topic, "*")
-    consumer.register_orderly_listener(listener)
-    async with Producer(pg, namesrv_addr=namesrv) as producer:
-        await create_topic(producer, topic, queues=1)
-        for i in range(10):
-            await producer.send(Message(topic, f"m{i}".encode()))
-        await consumer.start()
-        try:
-            await wait_until(lambda: len(set(consumed)) == 9, timeout=30)
-        finally:
-            await consumer.shutdown()
+    await consume(namesrv, names, listener, [Message(topic, f"m{i}".encode()) for i in range(10)],
+                  condition(lambda: len(set(consumed)) == 9), orderly=True,
+                  orderly_max_attempts=3, orderly_backoff_ms=50, orderly_backoff_max_ms=200)
     assert list(dict.fromkeys(consumed)) == [f"m{i}" for i in range(10) if i != 3]
     assert attempts["m3"] == 3
     letters = await dead_letters(namesrv, cg, 1)
@@ -114,7 +136,7 @@ async def test_orderly_poison_message_goes_to_the_dlq_after_n_attempts_and_the_q
 async def test_orderly_listener_may_send_a_batch_to_the_dlq_at_once(
     namesrv: str, names: tuple[str, str, str]
 ) -> None:
-    topic, pg, cg = names
+    topic, _, cg = names
     consumed: list[str] = []
 
     def listener(msgs: list[MessageExt], context: ConsumeOrderlyContext) -> ConsumeOrderlyResult:
@@ -125,18 +147,8 @@ async def test_orderly_listener_may_send_a_batch_to_the_dlq_at_once(
         return ConsumeOrderlyResult.SUCCESS
 
     # Without a policy the default (RocketMQ's: retry forever) would keep "bad" at the head.
-    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
-    consumer.subscribe(topic, "*")
-    consumer.register_orderly_listener(listener)
-    async with Producer(pg, namesrv_addr=namesrv) as producer:
-        await create_topic(producer, topic, queues=1)
-        for body in ("a", "bad", "b"):
-            await producer.send(Message(topic, body.encode()))
-        await consumer.start()
-        try:
-            await wait_until(lambda: "b" in consumed, timeout=30)
-        finally:
-            await consumer.shutdown()
+    await consume(namesrv, names, listener, [Message(topic, body.encode()) for body in ("a", "bad", "b")],
+                  condition(lambda: "b" in consumed), orderly=True)
     assert consumed == ["a", "b"]
     letters = await dead_letters(namesrv, cg, 1)
     assert [d.msg.body for d in letters] == [b"bad"]
@@ -146,7 +158,7 @@ async def test_orderly_listener_may_send_a_batch_to_the_dlq_at_once(
 async def test_concurrent_listener_delay_in_ms_is_served_by_the_timer(
     namesrv: str, names: tuple[str, str, str]
 ) -> None:
-    topic, pg, cg = names
+    topic = names[0]
     seen: list[float] = []
 
     def listener(msgs: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeResult:
@@ -156,17 +168,7 @@ async def test_concurrent_listener_delay_in_ms_is_served_by_the_timer(
             return ConsumeResult.RECONSUME_LATER
         return ConsumeResult.CONSUME_SUCCESS
 
-    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
-    async with Producer(pg, namesrv_addr=namesrv) as producer:
-        await create_topic(producer, topic, queues=1)
-        await producer.send(Message(topic, b"later"))
-        await consumer.start()
-        try:
-            await wait_until(lambda: len(seen) >= 2, timeout=30)
-        finally:
-            await consumer.shutdown()
+    await consume(namesrv, names, listener, [Message(topic, b"later")], condition(lambda: len(seen) >= 2))
     waited = seen[1] - seen[0]
     # Asked for 2 s: not earlier; and well before the nearest delay level (5 s) or the broker's
     # default first retry (level 3, 10 s) that a send-back without the timer would take.
@@ -176,7 +178,7 @@ async def test_concurrent_listener_delay_in_ms_is_served_by_the_timer(
 async def test_concurrent_listener_gives_up_on_one_message_straight_to_the_dlq(
     namesrv: str, names: tuple[str, str, str]
 ) -> None:
-    topic, pg, cg = names
+    topic, _, cg = names
     deliveries: list[bytes] = []
 
     def listener(msgs: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeResult:
@@ -186,18 +188,8 @@ async def test_concurrent_listener_gives_up_on_one_message_straight_to_the_dlq(
                 context.give_up(m)
         return ConsumeResult.CONSUME_SUCCESS
 
-    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
-    async with Producer(pg, namesrv_addr=namesrv) as producer:
-        await create_topic(producer, topic, queues=2)
-        await producer.send(Message(topic, b"fine"))
-        await producer.send(Message(topic, b"hopeless", keys="k-hopeless"))
-        await consumer.start()
-        try:
-            letters = await dead_letters(namesrv, cg, 1)
-        finally:
-            await consumer.shutdown()
+    letters = await consume(namesrv, names, listener, [Message(topic, b"fine"), Message(topic, b"hopeless")],
+                            lambda: dead_letters(namesrv, cg, 1), queues=2)
     assert [d.msg.body for d in letters] == [b"hopeless"]
     assert letters[0].error == "listener gave up on it"
     assert letters[0].original_topic == topic
@@ -210,18 +202,9 @@ async def poison_to_dlq(namesrv: str, topic: str, pg: str, cg: str, bodies: list
         context.send_to_dlq = True
         raise RuntimeError(f"boom on {msgs[0].body.decode()}")
 
-    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
-    async with Producer(pg, namesrv_addr=namesrv) as producer:
-        await create_topic(producer, topic, queues=2)
-        for body in bodies:
-            await producer.send(Message(topic, body.encode(), keys=body))
-        await consumer.start()
-        try:
-            letters = await dead_letters(namesrv, cg, len(bodies))
-        finally:
-            await consumer.shutdown()
+    letters = await consume(namesrv, (topic, pg, cg), listener,
+                            [Message(topic, body.encode(), keys=body) for body in bodies],
+                            lambda: dead_letters(namesrv, cg, len(bodies)), queues=2)
     assert sorted(d.msg.body.decode() for d in letters) == sorted(bodies)
 
 
@@ -346,7 +329,7 @@ async def wait_until_async(probe, timeout: float = 20.0) -> None:  # type: ignor
 
 
 async def test_ack_index_retries_only_the_messages_after_it(namesrv: str, names: tuple[str, str, str]) -> None:
-    topic, pg, cg = names
+    topic = names[0]
     calls: list[list[bytes]] = []
 
     def listener(msgs: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeResult:
@@ -356,18 +339,7 @@ async def test_ack_index_retries_only_the_messages_after_it(namesrv: str, names:
             context.next_delay_ms = 0  # the rest at once
         return ConsumeResult.CONSUME_SUCCESS
 
-    consumer = PushConsumer(cg, namesrv_addr=namesrv, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-                            consume_message_batch_max_size=3)
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(listener)
-    async with Producer(pg, namesrv_addr=namesrv) as producer:
-        await create_topic(producer, topic, queues=1)
-        for body in (b"a1", b"a2", b"a3"):
-            await producer.send(Message(topic, body))
-        await consumer.start()
-        try:
-            await wait_until(lambda: sum(len(c) for c in calls) >= 5, timeout=30)
-        finally:
-            await consumer.shutdown()
+    await consume(namesrv, names, listener, [Message(topic, body) for body in (b"a1", b"a2", b"a3")],
+                  condition(lambda: sum(len(c) for c in calls) >= 5), consume_message_batch_max_size=3)
     assert calls[0] == [b"a1", b"a2", b"a3"]
     assert sorted(b for c in calls[1:] for b in c) == [b"a2", b"a3"]
