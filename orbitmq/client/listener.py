@@ -71,6 +71,8 @@ class ListenerRunner:
         now = str(int(time.time() * 1000))
         for msg in msgs:
             msg.properties[mc.CONSUME_START_TIMESTAMP] = now
+            # The error of an earlier delivery is not this one's: a failure now records its own.
+            msg.properties.pop(mc.ORBITMQ_LAST_ERROR, None)
         async with self.slots:
             started = time.monotonic()
             result: Any = None

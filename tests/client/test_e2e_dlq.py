@@ -343,3 +343,21 @@ async def test_ack_index_retries_only_the_messages_after_it(namesrv: str, names:
                   condition(lambda: sum(len(c) for c in calls) >= 5), consume_message_batch_max_size=3)
     assert calls[0] == [b"a1", b"a2", b"a3"]
     assert sorted(b for c in calls[1:] for b in c) == [b"a2", b"a3"]
+
+
+async def test_the_dead_letter_shows_the_error_of_its_last_attempt(namesrv: str, names: tuple[str, str, str]) -> None:
+    topic, _, cg = names
+    calls: list[int] = []
+
+    def listener(msgs: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeResult:
+        calls.append(msgs[0].reconsume_times)
+        if len(calls) == 1:
+            context.next_delay_ms = 0
+            raise KeyError("first attempt")
+        context.delay_level_when_next_consume = -1  # RocketMQ's way of giving up
+        return ConsumeResult.RECONSUME_LATER
+
+    letters = await consume(namesrv, names, listener, [Message(topic, b"twice")],
+                            lambda: dead_letters(namesrv, cg, 1))
+    assert calls == [0, 1]
+    assert [(d.error, d.attempts) for d in letters] == [("listener gave up on it", 2)]
