@@ -361,3 +361,22 @@ async def test_the_dead_letter_shows_the_error_of_its_last_attempt(namesrv: str,
                             lambda: dead_letters(namesrv, cg, 1))
     assert calls == [0, 1]
     assert [(d.error, d.attempts) for d in letters] == [("listener gave up on it", 2)]
+
+
+async def test_orderly_without_auto_commit_a_rollback_consumes_the_uncommitted_messages_again(
+    namesrv: str, names: tuple[str, str, str]
+) -> None:
+    topic = names[0]
+    calls: list[bytes] = []
+
+    def listener(msgs: list[MessageExt], context: ConsumeOrderlyContext) -> ConsumeOrderlyResult:
+        calls.extend(m.body for m in msgs)
+        context.auto_commit = False
+        context.suspend_current_queue_time_millis = 10
+        if len(calls) == 2:
+            return ConsumeOrderlyResult.ROLLBACK  # "a" was consumed but not committed: both come again
+        return ConsumeOrderlyResult.COMMIT if len(calls) >= 4 else ConsumeOrderlyResult.SUCCESS
+
+    await consume(namesrv, names, listener, [Message(topic, b"a"), Message(topic, b"b")],
+                  condition(lambda: len(calls) >= 4), orderly=True)
+    assert calls[:4] == [b"a", b"b", b"a", b"b"]
