@@ -258,7 +258,7 @@ async def test_dev_serves_both_ports_with_tls_to_the_python_client_and_the_spark
         source = parse_source_options({"namesrvAddr": namesrv, "topic": TOPIC, **options}, streaming=False)
         with Cluster(source.connection) as cluster:
             queue = cluster.route(TOPIC).read_queues[0]
-            return cluster.pull(queue, 0, 32, group="SparkTls").body
+            return bytes(cluster.pull(queue, 0, 32, group="SparkTls").message_binary or b"")
 
     assert b"dev" in await asyncio.to_thread(spark_read, {"tls.client.trustCertPath": str(pki.ca)})
     with pytest.raises(ConnectError):
