@@ -20,6 +20,7 @@ _SUBCOMMANDS: dict[str, str] = {
     "broker": "orbitmq.broker.cli:broker_command",
     "dev": "orbitmq.broker.cli:dev_command",
     "admin": "orbitmq.admin.cli:admin_group",
+    "console": "orbitmq.console.cli:console_command",
 }
 
 # One-line summaries for `orbitmq --help`, so listing commands imports nothing.
@@ -28,6 +29,7 @@ _SUMMARIES: dict[str, str] = {
     "broker": "Run a Broker from a broker.conf (RocketMQ's mqbroker).",
     "dev": "Run a NameServer and a Broker in one process, store in ./orbitmq-data.",
     "admin": "Administer topics, groups, brokers and messages (RocketMQ's mqadmin).",
+    "console": "Run the web console (127.0.0.1:8080) over the admin API.",
 }
 
 

@@ -27,6 +27,7 @@ import click
 
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
+from orbitmq.console.cli import dev_console_option
 from orbitmq.common.javaprops import format_properties, parse_properties
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
@@ -165,7 +166,10 @@ def broker_command(
 # --- orbitmq dev ---------------------------------------------------------------------
 
 
-async def serve_dev(host: str, namesrv_port: int, broker_config: BrokerConfig, store_dir: str) -> None:
+async def serve_dev(
+    host: str, namesrv_port: int, broker_config: BrokerConfig, store_dir: str, console_listen: str = "off"
+) -> None:
+    from orbitmq.console.cli import start_dev_console
     from orbitmq.namesrv.config import NamesrvConfig
     from orbitmq.namesrv.server import NameServer
 
@@ -190,8 +194,13 @@ async def serve_dev(host: str, namesrv_port: int, broker_config: BrokerConfig, s
             broker, b_host, b_port = await _start_broker(config)
             try:
                 _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
-                await stop.wait()
-                log.info("dev: shutting down")
+                console = await start_dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable)
+                try:
+                    await stop.wait()
+                    log.info("dev: shutting down")
+                finally:
+                    if console is not None:
+                        await console.cleanup()
             finally:
                 await broker.close()
         finally:
@@ -204,9 +213,11 @@ async def serve_dev(host: str, namesrv_port: int, broker_config: BrokerConfig, s
 @click.option("--broker-port", default=10911, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface both servers listen on.")
 @click.option("-c", "--config-file", "config_file", metavar="FILE", help="Extra broker.conf settings.")
+@dev_console_option
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def dev_command(
-    store_dir: str, namesrv_port: int, broker_port: int, host: str, config_file: str | None, verbose: bool
+    store_dir: str, namesrv_port: int, broker_port: int, host: str, config_file: str | None, console_listen: str,
+    verbose: bool,
 ) -> None:
     """Run a NameServer and a Broker in one process, for development."""
     props: dict[str, str] = {"mappedFileSizeCommitLog": str(DEV_COMMIT_LOG_FILE_SIZE)}
@@ -223,4 +234,4 @@ def dev_command(
         del props["brokerIP1"]
     config = build_config(props, config_file)
     _setup_logging(verbose)
-    run(serve_dev(host, namesrv_port, config, store_dir))
+    run(serve_dev(host, namesrv_port, config, store_dir, console_listen))

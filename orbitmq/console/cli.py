@@ -1,0 +1,108 @@
+"""`orbitmq console`: the web console on HOST:PORT (127.0.0.1:8080 by default).
+
+Prints `console listening on HOST:PORT` once bound, logs to stderr, stops
+cleanly on SIGINT/SIGTERM and exits 2 on bad flags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+import click
+
+from orbitmq.admin.runner import NAMESRV_ENV, split_namesrv
+from orbitmq.client.acl import AclCredentials
+from orbitmq.remoting.loop import run
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}", param_hint="'--listen'")
+    return host.strip("[]"), int(port)
+
+
+async def _serve(addrs: list[str], host: str, port: int, login: bool, creds: AclCredentials | None,
+                 timeout: float) -> None:
+    from orbitmq.console.app import ConsoleSettings, start_console
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        runner, bound_host, bound_port = await start_console(
+            ConsoleSettings(addrs, login=login, credentials=creds, timeout=timeout), host, port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot start console on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        click.echo(f"console listening on {bound_host}:{bound_port}")
+        sys.stdout.flush()
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+@click.command("console", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("-n", "--namesrv", metavar="HOST:PORT[;HOST:PORT]", envvar=NAMESRV_ENV, show_envvar=True,
+              default="127.0.0.1:9876", show_default=True, help="NameServer address list.")
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True, metavar="HOST:PORT",
+              help="Address the console serves on.")
+@click.option("--login", is_flag=True,
+              help="Require a login with a plain-ACL account; requests are signed with its keys.")
+@click.option("--accessKey", "access_key", help="Sign every request with this account (without --login).")
+@click.option("--secretKey", "secret_key", help="Secret key of --accessKey.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
+              help="Seconds to wait for each admin request.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+def console_command(namesrv: str, listen: str, login: bool, access_key: str | None, secret_key: str | None,
+                    timeout: float, verbose: bool) -> None:
+    """Run the web console (cluster, topics, groups, messages, dead letters, ACL) over the admin API."""
+    addrs = split_namesrv(namesrv)
+    host, port = parse_listen(listen)
+    if bool(access_key) != bool(secret_key):
+        raise click.UsageError("give both --accessKey and --secretKey, or neither")
+    if login and access_key:
+        raise click.UsageError("--login and --accessKey exclude each other")
+    creds = AclCredentials(access_key, secret_key) if access_key and secret_key else None
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    run(_serve(addrs, host, port, login, creds, timeout))
+
+
+# --- the console inside `orbitmq dev` ---------------------------------------------------
+
+
+def dev_console_option(func):  # type: ignore[no-untyped-def]
+    """`orbitmq dev --console HOST:PORT|off` (127.0.0.1:8080 by default)."""
+    return click.option(
+        "--console", "console_listen", default=DEFAULT_LISTEN, show_default=True, metavar="HOST:PORT|off",
+        help="Where the web console serves ('off': no console).",
+    )(func)
+
+
+async def start_dev_console(listen: str, namesrv_addr: str, login: bool) -> Any:
+    """Start the console for `orbitmq dev`; prints `console listening on HOST:PORT`.
+
+    Returns the runner to clean up, or None when turned off or when the port
+    is taken (a warning on stderr: the NameServer and broker run on without it).
+    """
+    if listen.strip().lower() == "off":
+        return None
+    from orbitmq.console.app import ConsoleSettings, start_console
+
+    host, port = parse_listen(listen)
+    try:
+        runner, bound_host, bound_port = await start_console(ConsoleSettings([namesrv_addr], login=login), host, port)
+    except OSError as exc:
+        click.echo(f"warning: console not started on {host}:{port}: {exc.strerror or exc}", err=True)
+        return None
+    click.echo(f"console listening on {bound_host}:{bound_port}")
+    sys.stdout.flush()
+    return runner
