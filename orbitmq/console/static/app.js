@@ -333,7 +333,7 @@ async function pageMessages(params) {
   const topicIn = h("input", { name: "topic", value: topic, required: true, "aria-label": "Topic" });
   const modeSel = h("select", { name: "mode", "aria-label": "Search by" }, [["time", "Time range"], ["key", "Key"], ["id", "Message ID"]]
     .map(([v, t]) => h("option", { value: v, selected: v === mode }, t)));
-  const valueIn = h("input", { name: "value", value: params.get("value") || "", "aria-label": "Key or message id" });
+  const valueIn = h("input", { name: "value", value: params.get("value") || "" });
   const now = Date.now();
   const begin = h("input", { type: "datetime-local", step: 1, value: params.get("begin") || localInput(now - 3600e3), "aria-label": "From" });
   const end = h("input", { type: "datetime-local", step: 1, value: params.get("end") || localInput(now + 60e3), "aria-label": "To" });

@@ -1,0 +1,171 @@
+"""The console in a real browser: headless Chromium (Debian's `chromium`) driven by Playwright,
+against `orbitmq dev` with real data. Screenshots go to the test's temp folder.
+
+One walk through the pages: cluster, create a topic, send a traced message, find it by key with
+its trace, let a consumer fail it into the DLQ, resend it from the DLQ and see it consumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orbitmq.client import ConsumeResult, Message
+from tests.console.conftest import start_dev
+from tests.support.procs import eventually
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+TOPIC = "BrowserTopic"
+GROUP = "BrowserGroup"
+KEY = "order-42"
+
+
+def _playwright() -> Any:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is not installed (./run test installs Debian's chromium package)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed (pip install -e '.[test]')")
+    return sync_playwright
+
+
+def api(url: str, path: str, **params: str) -> Any:
+    query = ("?" + urllib.parse.urlencode(params)) if params else ""
+    with urllib.request.urlopen(f"{url}{path}{query}", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
+    sync_playwright = _playwright()
+    from playwright.sync_api import expect
+
+    from orbitmq.client.sync import Producer, PushConsumer
+
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    dev = start_dev(tmp_path)
+    failing = threading.Event()
+    failing.set()
+    consumed: list[tuple[str, int]] = []
+    consumer = producer = None
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(20_000)
+                url = dev.url
+
+                # Cluster: the broker, its role and version; the live chart is drawn.
+                page.goto(f"{url}/#/cluster")
+                expect(page.get_by_role("heading", name="Cluster")).to_be_visible()
+                expect(page.get_by_role("cell", name="MASTER")).to_be_visible()
+                expect(page.get_by_role("cell", name="broker-a", exact=True)).to_be_visible()
+                page.keyboard.press("Tab")
+                assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+                page.screenshot(path=str(shots / "cluster.png"), full_page=True)
+
+                # Topics: create one through the form.
+                page.get_by_role("link", name="Topics", exact=True).click()
+                form = page.locator("#create-topic")
+                form.get_by_label("Topic").fill(TOPIC)
+                form.get_by_label("Read queues").fill("2")
+                form.get_by_label("Write queues").fill("2")
+                form.get_by_role("button", name="Save topic").click()
+                expect(page.get_by_role("heading", name=f"Topic {TOPIC}")).to_be_visible()
+                expect(page.locator("table").nth(2).locator("tbody tr")).to_have_count(2)
+                page.screenshot(path=str(shots / "topic.png"), full_page=True)
+                assert api(url, f"/api/topics/{TOPIC}")["queueDatas"][0]["writeQueueNums"] == 2
+
+                # A traced send, and a consumer that fails the message straight into the DLQ.
+                producer = Producer("BrowserProducer", namesrv_addr=dev.namesrv, enable_msg_trace=True)
+                producer.start()
+                sent = producer.send(Message(TOPIC, b'{"order": 42, "item": "book"}', tags="TagA", keys=[KEY]))
+
+                def listener(msgs: list[Any]) -> ConsumeResult:
+                    if failing.is_set():
+                        return ConsumeResult.RECONSUME_LATER
+                    consumed.extend((m.keys[0] if m.keys else "", m.reconsume_times) for m in msgs)
+                    return ConsumeResult.CONSUME_SUCCESS
+
+                consumer = PushConsumer(GROUP, namesrv_addr=dev.namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                                        max_reconsume_times=0, enable_msg_trace=True)
+                consumer.subscribe(TOPIC, "*")
+                consumer.register_listener(listener)
+                consumer.start()
+                eventually(lambda: api(url, f"/api/dlq/{GROUP}")["total"] == 1, timeout=60,
+                           message="the failed message did not reach the DLQ")
+                eventually(lambda: any(t["type"] == "Pub" for t in
+                                       api(url, f"/api/messages/{sent.msg_id}/trace")["items"]), timeout=30,
+                           message="no trace record of the send")
+
+                # Messages: find it by key (keyboard: Enter submits), see body as JSON and hex, and its trace.
+                page.get_by_role("link", name="Messages", exact=True).click()
+                search = page.locator("#message-search")
+                search.get_by_label("Topic").fill(TOPIC)
+                search.get_by_label("Search by").select_option("key")
+                search.get_by_label("Key / ID").fill(KEY)
+                search.get_by_label("Key / ID").press("Enter")
+                detail = page.locator("#message-detail")
+                expect(detail.get_by_role("heading", name=f"Message {sent.msg_id}")).to_be_visible()
+                expect(page.locator("#body")).to_contain_text('"item": "book"')
+                detail.get_by_role("tab", name="JSON").click()
+                expect(page.locator("#body")).to_contain_text('"order": 42')
+                detail.get_by_role("tab", name="Hex").click()
+                expect(page.locator("#body")).to_contain_text("7b 22 6f 72")
+                trace = page.locator("#trace")
+                expect(trace.get_by_role("cell", name="Pub", exact=True)).to_be_visible()
+                expect(trace.get_by_role("cell", name="BrowserProducer")).to_be_visible()
+                page.screenshot(path=str(shots / "message.png"), full_page=True)
+
+                # Consumer group: the online client and its lag.
+                page.goto(f"{url}/#/group?name={GROUP}")
+                expect(page.get_by_role("heading", name=f"Consumer group {GROUP}")).to_be_visible()
+                client_id = api(url, f"/api/groups/{GROUP}")["clients"][0]["clientId"]
+                expect(page.get_by_role("cell", name=client_id)).to_be_visible()
+                page.screenshot(path=str(shots / "group.png"), full_page=True)
+
+                # Dead letters: the message is there; resend it and see the consumer take it.
+                page.get_by_role("navigation").get_by_role("link", name="Dead letters").click()
+                page.get_by_label("Consumer group").fill(GROUP)
+                page.get_by_role("button", name="Show").click()
+                expect(page.get_by_text(f"1 dead letter(s) in %DLQ%{GROUP}")).to_be_visible()
+                expect(page.get_by_role("cell", name=TOPIC, exact=True)).to_be_visible()
+                page.screenshot(path=str(shots / "dlq.png"), full_page=True)
+                failing.clear()
+                page.get_by_role("button", name="Resend", exact=True).click()
+                expect(page.locator("#status")).to_contain_text(f"Resent 1 message(s): {TOPIC}")
+                eventually(lambda: (KEY, 0) in consumed, timeout=30, message="the resent message was not consumed")
+
+                # Dark mode and a phone-sized screen render the same page.
+                page.emulate_media(color_scheme="dark")
+                page.set_viewport_size({"width": 390, "height": 800})
+                dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                page.emulate_media(color_scheme="light")
+                light = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                assert dark != light
+                page.emulate_media(color_scheme="dark")
+                page.screenshot(path=str(shots / "dlq-dark-phone.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        if consumer is not None:
+            consumer.shutdown()
+        if producer is not None:
+            producer.shutdown()
+        dev.server.stop()
+    assert sorted(p.name for p in shots.iterdir()) == [
+        "cluster.png", "dlq-dark-phone.png", "dlq.png", "group.png", "message.png", "topic.png"]
