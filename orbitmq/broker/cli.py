@@ -27,8 +27,8 @@ import click
 
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
-from orbitmq.console.cli import dev_console_option
 from orbitmq.common.javaprops import format_properties, parse_properties
+from orbitmq.console.cli import dev_console_option
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
 

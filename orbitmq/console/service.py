@@ -27,7 +27,7 @@ from orbitmq.client.trace import DEFAULT_TRACE_TOPIC
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
-from orbitmq.errors import BrokerError, ClientError, ConsumerNotOnline, TopicNotExist
+from orbitmq.errors import BrokerError, ClientError, ConsumerNotOnline, OrbitMQError, TopicNotExist
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -83,10 +83,8 @@ async def cluster(admin: AdminClient) -> dict[str, Any]:
                 }
                 try:
                     entry["runtime"] = await admin.broker_runtime_info(addr)
-                except (BrokerError, ClientError, OSError) as exc:
-                    entry["error"] = str(exc)
-                except Exception as exc:  # a broker that does not answer must not hide the others
-                    entry["error"] = f"{type(exc).__name__}: {exc}"
+                except (OrbitMQError, OSError) as exc:  # one silent broker must not hide the others
+                    entry["error"] = str(exc) or type(exc).__name__
                 brokers.append(entry)
     return {"brokers": brokers}
 
@@ -456,8 +454,10 @@ async def acl(admin: AdminClient) -> dict[str, Any]:
         except BrokerError as exc:
             entry["error"] = f"CODE: {exc.code} DESC: {exc.remark}"
         else:
-            entry["globalWhiteAddrs"] = [str(a) for a in config.get("globalWhiteAddrs") or []]
-            for account in config.get("plainAccessConfigs") or []:
+            white = config.get("globalWhiteAddrs")
+            accounts = config.get("plainAccessConfigs")
+            entry["globalWhiteAddrs"] = [str(a) for a in white] if isinstance(white, list) else []
+            for account in accounts if isinstance(accounts, list) else []:
                 if isinstance(account, dict):
                     entry["accounts"].append({k: v for k, v in account.items() if k != "secretKey"})
         brokers.append(entry)

@@ -64,7 +64,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_acl_dev(root: Path, plain_acl: str = PLAIN_ACL) -> AclCluster:
+def start_acl_dev(root: Path, plain_acl: str = PLAIN_ACL, console: str = "off") -> AclCluster:
     acl_file = root / "conf" / "plain_acl.yml"
     acl_file.parent.mkdir(parents=True, exist_ok=True)
     acl_file.write_text(plain_acl)
@@ -73,7 +73,7 @@ def start_acl_dev(root: Path, plain_acl: str = PLAIN_ACL) -> AclCluster:
     conf.write_text(f"aclEnable=true\naclConfigPath={acl_file}\nfastListenPort={fast_port}\n")
     process = start_server(
         orbitmq_command("dev", "--host", "127.0.0.1", "--namesrv-port", "0", "--broker-port", "0",
-                        "--store", str(root / "store"), "-c", str(conf)),
+                        "--store", str(root / "store"), "-c", str(conf), "--console", console),
         listeners=2,
         cwd=str(root),
     )
