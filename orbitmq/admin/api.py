@@ -25,6 +25,7 @@ from typing import Any, Self
 from orbitmq.admin import wire
 from orbitmq.admin.models import (
     ClusterInfo,
+    Connection,
     ConsumerConnection,
     ConsumeStats,
     PullResult,
@@ -244,6 +245,22 @@ class AdminClient:
             return ConsumerConnection.from_json(wire.json_object(response.body_bytes()))
         except (TypeError, ValueError, AttributeError) as exc:
             raise wire.bad_body(f"consumer connection: {exc}") from None
+
+    async def producer_connection(self, broker_addr: str, group: str) -> list[Connection]:
+        """GET_PRODUCER_CONNECTION_LIST: the clients of a producer group connected to one broker.
+
+        The broker answers SYSTEM_ERROR ("... not exist") when none is; that comes back as [].
+        """
+        response = await self._call(
+            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group},
+            ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return []
+        try:
+            return list(ConsumerConnection.from_json(wire.json_object(response.body_bytes())).connections)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise wire.bad_body(f"producer connection: {exc}") from None
 
     async def consumer_running_info(
         self, broker_addr: str, group: str, client_id: str, jstack: bool = False

@@ -362,6 +362,11 @@ async def resend_message(request: web.Request, client: AdminClient) -> Any:
 
 
 @api()
+async def get_producers(request: web.Request, client: AdminClient) -> Any:
+    return await service.producers(client, _group(request.match_info["group"]))
+
+
+@api()
 async def get_dlq(request: web.Request, client: AdminClient) -> Any:
     page, size = _page(request)
     return await service.dlq_page(client, _group(request.match_info["group"]), page, size)
@@ -447,6 +452,7 @@ def make_app(settings: ConsoleSettings) -> web.Application:
     r.add_get("/api/messages", query_messages)
     r.add_get("/api/messages/{msgId}/trace", get_trace)
     r.add_post("/api/messages/{offsetMsgId}/resend", resend_message)
+    r.add_get("/api/producers/{group}", get_producers)
     r.add_get("/api/dlq/{group}", get_dlq)
     r.add_post("/api/dlq/{group}/resend", resend_dlq)
     r.add_get("/api/dlq/{group}/export", export_dlq)

@@ -92,6 +92,8 @@ SCHEMAS: dict[str, Any] = {
     }))}),
     "Resend": _obj({"group": _S, "clientId": _S}, ["group"]),
     "Resent": _obj({"clientId": _S, "result": {"type": "object"}}),
+    "Producers": _obj({"group": _S, "items": _arr(_obj({"brokerName": _S, "clientId": _S, "clientAddr": _S,
+                                                         "language": _S, "version": _I}))}),
     "DlqResend": _obj({"msgIds": _arr(_S)}, []),
     "DlqResent": _obj({"sent": _arr(_obj({"from": _S, "topic": _S, "msgId": _S, "status": _S}))}),
     "Acl": _obj({"brokers": _arr(_obj({
@@ -166,6 +168,8 @@ def openapi_document() -> dict[str, Any]:
         "/api/messages/{offsetMsgId}/resend": {"post": _op(
             "resendMessage", "Have one online client of a group consume the message again", "Resent",
             [_param("offsetMsgId", "path", _S)], "Resend")},
+        "/api/producers/{group}": {"get": _op("getProducers", "The producer group's connected clients per broker",
+                                              "Producers", [_GROUP])},
         "/api/dlq/{group}": {"get": _op("getDlq", "Dead letters of a group (%DLQ%group), paged", "MessagePage",
                                         [_GROUP, *_PAGE])},
         "/api/dlq/{group}/resend": {"post": _op(

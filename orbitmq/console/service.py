@@ -390,6 +390,22 @@ async def resend_to_group(admin: AdminClient, group: str, offset_msg_id: str, cl
     return {"clientId": client_id, "result": result}
 
 
+# --- producers -----------------------------------------------------------------------
+
+
+async def producers(admin: AdminClient, group: str) -> dict[str, Any]:
+    """The producer group's client connections on every master."""
+    info = await admin.cluster_info()
+    items = []
+    for name, data in sorted(info.broker_addr_table.items()):
+        if not data.master_addr:
+            continue
+        for c in await admin.producer_connection(data.master_addr, group):
+            items.append({"brokerName": name, "clientId": c.client_id, "clientAddr": c.client_addr,
+                          "language": c.language, "version": c.version})
+    return {"group": group, "items": items}
+
+
 # --- dead letters --------------------------------------------------------------------
 
 

@@ -73,8 +73,17 @@ async def test_every_documented_path_answers_with_its_documented_shape(dev_conso
         seen: set[tuple[str, str]] = set()
         await call("put", "/api/topics/{topic}", f"/api/topics/{TOPIC}",
                    json={"readQueueNums": 2, "writeQueueNums": 2, "perm": 6})
-        async with Producer("ConsoleApiProducer", namesrv_addr=dev_console.namesrv) as producer:
+        async with Producer("ConsoleApiProducer", namesrv_addr=dev_console.namesrv,
+                            heartbeat_broker_interval_ms=200) as producer:
             sent = await producer.send(Message(TOPIC, b'{"n": 1}', tags="T", keys=["api-key-1"]))
+            async def heartbeat_seen() -> bool:
+                async with http.get(f"{url}/api/producers/ConsoleApiProducer") as r:
+                    return bool((await r.json())["items"])
+            await wait_for(heartbeat_seen)
+            online = await call("get", "/api/producers/{group}", "/api/producers/ConsoleApiProducer")
+            assert [p["brokerName"] for p in online["items"]] == ["broker-a"] and online["items"][0]["clientId"]
+            nobody = await call("get", "/api/producers/{group}", "/api/producers/NoSuchProducerGroup")
+            assert nobody["items"] == []
 
         def listener(msgs: list[Any]) -> ConsumeResult:
             got.extend(msgs)

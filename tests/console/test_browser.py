@@ -91,7 +91,8 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
                 assert api(url, f"/api/topics/{TOPIC}")["queueDatas"][0]["writeQueueNums"] == 2
 
                 # A traced send, and a consumer that fails the message straight into the DLQ.
-                producer = Producer("BrowserProducer", namesrv_addr=dev.namesrv, enable_msg_trace=True)
+                producer = Producer("BrowserProducer", namesrv_addr=dev.namesrv, enable_msg_trace=True,
+                                    heartbeat_broker_interval_ms=200)
                 producer.start()
                 sent = producer.send(Message(TOPIC, b'{"order": 42, "item": "book"}', tags="TagA", keys=[KEY]))
 
@@ -137,6 +138,13 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
                 client_id = api(url, f"/api/groups/{GROUP}")["clients"][0]["clientId"]
                 expect(page.get_by_role("cell", name=client_id)).to_be_visible()
                 page.screenshot(path=str(shots / "group.png"), full_page=True)
+
+                # Producers: the traced producer's connection.
+                eventually(lambda: api(url, "/api/producers/BrowserProducer")["items"] != [], timeout=30)
+                page.get_by_role("link", name="Producers", exact=True).click()
+                page.get_by_label("Producer group").fill("BrowserProducer")
+                page.get_by_label("Producer group").press("Enter")
+                expect(page.get_by_role("cell", name="broker-a", exact=True)).to_be_visible()
 
                 # Dead letters: the message is there; resend it and see the consumer take it.
                 page.get_by_role("navigation").get_by_role("link", name="Dead letters").click()

@@ -358,6 +358,22 @@ async function pageMessages(params) {
   if (data.items.length === 1) await messageDetail(data.items[0], detail);
 }
 
+// --- producers ---------------------------------------------------------------------
+
+async function pageProducers(params) {
+  const group = params.get("group") || "";
+  const groupIn = h("input", { value: group, required: true });
+  const results = h("div");
+  main().replaceChildren(h("h2", {}, "Producers"),
+    h("form", { role: "search", onsubmit: (e) => { e.preventDefault(); go("producers", { group: groupIn.value }); } },
+      field("Producer group", groupIn), h("button", { type: "submit" }, "Show")),
+    results);
+  if (!group) return;
+  const data = await get(`/api/producers/${enc(group)}`);
+  results.replaceChildren(table(["Broker", "Client ID", "Address", "Language", "Version"],
+    data.items.map((c) => [c.brokerName, c.clientId, c.clientAddr, c.language, c.version])));
+}
+
 // --- dead letters -------------------------------------------------------------------
 
 async function pageDlq(params) {
@@ -428,7 +444,7 @@ function showLogin() {
 }
 
 const PAGES = { cluster: pageCluster, topics: pageTopics, topic: pageTopic, groups: pageGroups, group: pageGroup,
-  messages: pageMessages, dlq: pageDlq, acl: pageAcl };
+  messages: pageMessages, producers: pageProducers, dlq: pageDlq, acl: pageAcl };
 
 async function render() {
   timers.forEach(clearInterval); timers = [];
