@@ -122,6 +122,10 @@ def _group(value: Any) -> str:
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
+    # A page of another site can POST text/plain here without asking first; JSON cannot be sent
+    # cross-site without a CORS preflight, which this server never grants.
+    if request.content_type != "application/json":
+        raise ApiError(415, "send the request body as application/json")
     try:
         data = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -180,5 +180,8 @@ async def test_bad_input_gets_a_clear_error_and_the_server_stays_up(dev_console:
                 assert r.status == status, (path, answer)
                 assert words in answer["error"]
                 assert "Traceback" not in answer["error"]
+        async with http.post(f"{url}/api/groups/G/reset-offset", data='{"topic": "T", "skipBacklog": true}',
+                             headers={"Content-Type": "text/plain"}) as r:
+            assert r.status == 415  # what a form or no-cors fetch of another site could send
         async with http.get(f"{url}/api/cluster") as r:
             assert r.status == 200
