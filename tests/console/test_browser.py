@@ -177,3 +177,53 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
         dev.server.stop()
     assert sorted(p.name for p in shots.iterdir()) == [
         "cluster.png", "dlq-dark-phone.png", "dlq.png", "group.png", "message.png", "topic.png"]
+
+
+def test_login_page_and_a_read_only_account_in_chromium(tmp_path: Path) -> None:
+    sync_playwright = _playwright()
+    from playwright.sync_api import expect
+
+    from tests.acl.conftest import ADMIN, CONSUMER, start_acl_dev
+    from tests.console.conftest import console_url
+
+    cluster = start_acl_dev(tmp_path, console="127.0.0.1:0")
+    try:
+        url = console_url(cluster.process)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(20_000)
+                page.goto(f"{url}/#/topics")
+                expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+                page.get_by_label("Access key").fill(ADMIN.access_key)
+                page.get_by_label("Secret key").fill("wrongSecret1")
+                page.get_by_label("Secret key").press("Enter")
+                expect(page.locator("#status")).to_contain_text("refuse")
+
+                page.get_by_label("Access key").fill(CONSUMER.access_key)
+                page.get_by_label("Secret key").fill(CONSUMER.secret_key)
+                page.get_by_role("button", name="Log in").click()
+                expect(page.get_by_text(f"{CONSUMER.access_key} (read-only)")).to_be_visible()
+                expect(page.get_by_role("heading", name="Topics")).to_be_visible()
+                expect(page.get_by_role("button", name="Save topic")).to_be_disabled()
+                page.screenshot(path=str(tmp_path / "read-only.png"), full_page=True)
+
+                page.get_by_role("button", name="Log out").click()
+                expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+                page.get_by_label("Access key").fill(ADMIN.access_key)
+                page.get_by_label("Secret key").fill(ADMIN.secret_key)
+                page.get_by_label("Secret key").press("Enter")
+                expect(page.get_by_text(f"{ADMIN.access_key} (admin)")).to_be_visible()
+                form = page.locator("#create-topic")
+                form.get_by_label("Topic").fill("AclBrowserTopic")
+                form.get_by_role("button", name="Save topic").click()
+                expect(page.get_by_role("heading", name="Topic AclBrowserTopic")).to_be_visible()
+                page.get_by_role("navigation").get_by_role("link", name="ACL").click()
+                expect(page.get_by_role("cell", name=CONSUMER.access_key)).to_be_visible()
+                expect(page.get_by_text(CONSUMER.secret_key)).to_have_count(0)
+                page.screenshot(path=str(tmp_path / "acl.png"), full_page=True)
+            finally:
+                browser.close()
+    finally:
+        cluster.process.stop()
