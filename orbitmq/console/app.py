@@ -103,22 +103,22 @@ def _time(value: Any, name: str) -> int:
         raise ApiError(400, f"{name}: {exc}") from None
 
 
-def _topic(value: Any) -> str:
-    topic = str(value or "")
+def _checked(value: Any, check: Callable[[str], None]) -> str:
+    """A topic or group name from the request, checked by the client's own name rules."""
+    name = str(value or "")
     try:
-        check_topic(topic)
+        check(name)
     except ClientError as exc:
         raise ApiError(400, str(exc)) from None
-    return topic
+    return name
+
+
+def _topic(value: Any) -> str:
+    return _checked(value, check_topic)
 
 
 def _group(value: Any) -> str:
-    group = str(value or "")
-    try:
-        check_group(group)
-    except ClientError as exc:
-        raise ApiError(400, str(exc)) from None
-    return group
+    return _checked(value, check_group)
 
 
 async def _body(request: web.Request) -> dict[str, Any]:

@@ -9,7 +9,6 @@ only the requested page is pulled from the brokers.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import time
 from collections.abc import Sequence
@@ -17,10 +16,10 @@ from typing import Any
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.consumer import group_brokers
-from orbitmq.admin.commands.message import find_by_unique_key, looks_like_offset_id
-from orbitmq.admin.commands.offset import reset_without_consumers
+from orbitmq.admin.commands.message import find_by_key, find_by_unique_key, looks_like_offset_id
+from orbitmq.admin.commands.offset import reset_offsets
 from orbitmq.admin.commands.topic import ORDER_TOPIC_CONFIG
-from orbitmq.admin.commands.trace import trace_rows
+from orbitmq.admin.commands.trace import find_trace
 from orbitmq.admin.models import TopicConfig, perm_text
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.trace import DEFAULT_TRACE_TOPIC
@@ -33,9 +32,8 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 #: The most messages one page may ask for.
 MAX_PAGE_SIZE = 100
-#: Messages `export` writes at most per call (JSON lines, streamed page by page by the caller).
+#: Messages a search by key returns at most (mqadmin queryMsgByKey's default).
 MAX_KEY_RESULTS = 64
-_TRACE_READ = 512
 
 
 def message_json(msg: MessageExt) -> dict[str, Any]:
@@ -258,13 +256,7 @@ async def reset_offset(admin: AdminClient, group: str, topic: str, timestamp_ms:
 
     `timestamp_ms` -1 moves every queue to its max offset (skip the backlog).
     """
-    route = await admin.topic_route(topic)
-    offsets: dict[MessageQueue, int] = {}
-    for addr in route.master_addrs().values():
-        try:
-            offsets.update(await admin.reset_offset_by_time(addr, topic, group, timestamp_ms, True))
-        except ConsumerNotOnline:
-            offsets.update(await reset_without_consumers(admin, addr, topic, group, timestamp_ms, True))
+    offsets = await reset_offsets(admin, topic, group, timestamp_ms, True)
     return {"offsets": [{"brokerName": q.broker_name, "queueId": q.queue_id, "offset": o}
                         for q, o in sorted(offsets.items())]}
 
@@ -326,12 +318,7 @@ async def messages_by_time(
 
 
 async def messages_by_key(admin: AdminClient, topic: str, key: str) -> dict[str, Any]:
-    route = await admin.topic_route(topic)
-    found = await asyncio.gather(
-        *(admin.query_message(addr, topic, key, max_num=MAX_KEY_RESULTS) for addr in route.master_addrs().values())
-    )
-    msgs = sorted((m for batch in found for m in batch), key=lambda m: (m.store_timestamp, m.queue_id))
-    return {"items": [message_json(m) for m in msgs]}
+    return {"items": [message_json(m) for m in await find_by_key(admin, topic, key, MAX_KEY_RESULTS)]}
 
 
 async def message_by_id(admin: AdminClient, topic: str, msg_id: str) -> dict[str, Any]:
@@ -352,14 +339,9 @@ async def message_by_id(admin: AdminClient, topic: str, msg_id: str) -> dict[str
 async def message_trace(admin: AdminClient, msg_id: str, trace_topic: str = DEFAULT_TRACE_TOPIC) -> dict[str, Any]:
     """The message's trace records from the trace topic ([] when the topic or the records are absent)."""
     try:
-        route = await admin.topic_route(trace_topic)
+        rows = await find_trace(admin, msg_id, trace_topic)
     except TopicNotExist:
         return {"traceTopic": trace_topic, "items": []}
-    found = await asyncio.gather(*(
-        admin.query_message(addr, trace_topic, msg_id, max_num=_TRACE_READ)
-        for addr in route.master_addrs().values()
-    ))
-    rows = trace_rows(msg_id, [m for batch in found for m in batch])
     items = []
     for ctx in rows:
         bean = ctx.beans[0]

@@ -151,6 +151,15 @@ async def find_by_unique_key(admin: AdminClient, topic: str, key: str) -> list[M
     return [m for batch in found for m in batch]
 
 
+async def find_by_key(admin: AdminClient, topic: str, key: str, max_num: int = 64) -> list[MessageExt]:
+    """The topic's messages indexed under `key` on every master, oldest first."""
+    route = await admin.topic_route(topic)
+    found = await asyncio.gather(
+        *(admin.query_message(addr, topic, key, max_num=max_num) for addr in route.master_addrs().values())
+    )
+    return sorted((m for batch in found for m in batch), key=lambda m: (m.store_timestamp, m.queue_id))
+
+
 @click.command("queryMsgById")
 @click.option("-i", "--msgId", "msg_id", required=True, help="Offset message id, or a UNIQ_KEY (with -t).")
 @click.option("-t", "--topic", help="Topic; needed to look a UNIQ_KEY up in the index.")
@@ -213,11 +222,7 @@ def query_msg_by_key(topic: str, key: str, max_num: int, namesrv: str | None, ti
     validated_topic(topic)
 
     async def action(admin: AdminClient) -> None:
-        route = await admin.topic_route(topic)
-        found = await asyncio.gather(
-            *(admin.query_message(addr, topic, key, max_num=max_num) for addr in route.master_addrs().values())
-        )
-        messages = sorted((m for batch in found for m in batch), key=lambda m: (m.store_timestamp, m.queue_id))
+        messages = await find_by_key(admin, topic, key, max_num)
         if not messages:
             raise ClientError(f"no message of topic {topic!r} has key {key!r}")
         rows = [(m.msg_id, m.offset_msg_id, m.queue_id, m.queue_offset, format_millis(m.store_timestamp))

@@ -37,6 +37,21 @@ async def reset_without_consumers(
     return result
 
 
+async def reset_offsets(
+    admin: AdminClient, topic: str, group: str, timestamp_ms: int, force: bool
+) -> dict[MessageQueue, int]:
+    """Reset the group's offsets on every master of the topic; the new offset of each queue."""
+    route = await admin.topic_route(topic)
+    offsets: dict[MessageQueue, int] = {}
+    for addr in route.master_addrs().values():
+        try:
+            offsets.update(await admin.reset_offset_by_time(addr, topic, group, timestamp_ms, force))
+        except ConsumerNotOnline:
+            # The broker resets through online consumers only; write the offsets directly.
+            offsets.update(await reset_without_consumers(admin, addr, topic, group, timestamp_ms, force))
+    return offsets
+
+
 @click.command("resetOffsetByTime")
 @click.option("-g", "--group", required=True, help="Consumer group.")
 @click.option("-t", "--topic", required=True, help="Topic.")
@@ -58,14 +73,7 @@ def reset_offset_by_time(
         raise click.BadParameter(str(exc), param_hint="'-s' / '--timestamp'") from None
 
     async def action(admin: AdminClient) -> None:
-        route = await admin.topic_route(topic)
-        offsets: dict[MessageQueue, int] = {}
-        for addr in route.master_addrs().values():
-            try:
-                offsets.update(await admin.reset_offset_by_time(addr, topic, group, timestamp_ms, force))
-            except ConsumerNotOnline:
-                # The broker resets through online consumers only; write the offsets directly.
-                offsets.update(await reset_without_consumers(admin, addr, topic, group, timestamp_ms, force))
+        offsets = await reset_offsets(admin, topic, group, timestamp_ms, force)
         rows = [(q.broker_name, q.queue_id, off) for q, off in sorted(offsets.items())]
         click.echo(render_table(["brokerName", "queueId", "offset"], rows))
 

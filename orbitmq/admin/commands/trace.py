@@ -38,6 +38,16 @@ def trace_rows(msg_id: str, trace_messages: list[MessageExt]) -> list[TraceConte
     return rows
 
 
+async def find_trace(admin: AdminClient, msg_id: str, trace_topic: str = DEFAULT_TRACE_TOPIC) -> list[TraceContext]:
+    """The trace records of `msg_id` in `trace_topic` on every master, oldest first."""
+    route = await admin.topic_route(trace_topic)
+    found = await asyncio.gather(*(
+        admin.query_message(addr, trace_topic, msg_id, max_num=_MAX_TRACE_MESSAGES)
+        for addr in route.master_addrs().values()
+    ))
+    return trace_rows(msg_id, [m for batch in found for m in batch])
+
+
 def render_trace(rows: list[TraceContext]) -> str:
     table = []
     for ctx in rows:
@@ -70,12 +80,7 @@ def query_msg_trace_by_id(msg_id: str, trace_topic: str, namesrv: str | None, ti
     validated_topic(trace_topic)
 
     async def action(admin: AdminClient) -> None:
-        route = await admin.topic_route(trace_topic)
-        found = await asyncio.gather(*(
-            admin.query_message(addr, trace_topic, msg_id, max_num=_MAX_TRACE_MESSAGES)
-            for addr in route.master_addrs().values()
-        ))
-        rows = trace_rows(msg_id, [m for batch in found for m in batch])
+        rows = await find_trace(admin, msg_id, trace_topic)
         if not rows:
             raise ClientError(f"no trace of message {msg_id!r} in topic {trace_topic!r}")
         click.echo(render_trace(rows))
