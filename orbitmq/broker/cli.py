@@ -169,7 +169,7 @@ def broker_command(
 async def serve_dev(
     host: str, namesrv_port: int, broker_config: BrokerConfig, store_dir: str, console_listen: str = "off"
 ) -> None:
-    from orbitmq.console.cli import start_dev_console
+    from orbitmq.console.cli import dev_console
     from orbitmq.namesrv.config import NamesrvConfig
     from orbitmq.namesrv.server import NameServer
 
@@ -194,13 +194,9 @@ async def serve_dev(
             broker, b_host, b_port = await _start_broker(config)
             try:
                 _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
-                console = await start_dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable)
-                try:
+                async with dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable):
                     await stop.wait()
                     log.info("dev: shutting down")
-                finally:
-                    if console is not None:
-                        await console.cleanup()
             finally:
                 await broker.close()
         finally:

@@ -7,10 +7,11 @@ cleanly on SIGINT/SIGTERM and exits 2 on bad flags.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
-from typing import Any
+from collections.abc import AsyncIterator
 
 import click
 
@@ -81,20 +82,27 @@ def console_command(namesrv: str, listen: str, login: bool, access_key: str | No
 
 def dev_console_option(func):  # type: ignore[no-untyped-def]
     """`orbitmq dev --console HOST:PORT|off` (127.0.0.1:8080 by default)."""
+    def check(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        if value.strip().lower() != "off":
+            parse_listen(value)  # a bad address is a usage error before any server starts
+        return value
+
     return click.option(
         "--console", "console_listen", default=DEFAULT_LISTEN, show_default=True, metavar="HOST:PORT|off",
-        help="Where the web console serves ('off': no console).",
+        callback=check, help="Where the web console serves ('off': no console).",
     )(func)
 
 
-async def start_dev_console(listen: str, namesrv_addr: str, login: bool) -> Any:
-    """Start the console for `orbitmq dev`; prints `console listening on HOST:PORT`.
+@contextlib.asynccontextmanager
+async def dev_console(listen: str, namesrv_addr: str, login: bool) -> AsyncIterator[None]:
+    """Serve the console for `orbitmq dev` while the block runs; prints `console listening on HOST:PORT`.
 
-    Returns the runner to clean up, or None when turned off or when the port
-    is taken (a warning on stderr: the NameServer and broker run on without it).
+    Nothing is served when `listen` is 'off', or when the port is taken (a
+    warning on stderr: the NameServer and broker run on without a console).
     """
     if listen.strip().lower() == "off":
-        return None
+        yield
+        return
     from orbitmq.console.app import ConsoleSettings, start_console
 
     host, port = parse_listen(listen)
@@ -102,7 +110,11 @@ async def start_dev_console(listen: str, namesrv_addr: str, login: bool) -> Any:
         runner, bound_host, bound_port = await start_console(ConsoleSettings([namesrv_addr], login=login), host, port)
     except OSError as exc:
         click.echo(f"warning: console not started on {host}:{port}: {exc.strerror or exc}", err=True)
-        return None
-    click.echo(f"console listening on {bound_host}:{bound_port}")
-    sys.stdout.flush()
-    return runner
+        yield
+        return
+    try:
+        click.echo(f"console listening on {bound_host}:{bound_port}")
+        sys.stdout.flush()
+        yield
+    finally:
+        await runner.cleanup()
