@@ -232,11 +232,19 @@ async def login(request: web.Request) -> web.Response:
     except ApiError as exc:
         await client.close()
         return _json({"error": exc.message, "code": exc.code}, exc.status)
+    await _forget_idle_sessions(request.app)
     token = secrets.token_urlsafe(32)
     request.app[APP_SESSIONS][token] = Session(creds, admin, client, time.monotonic())
     response = _json({"loginRequired": True, "loggedIn": True, "accessKey": access_key, "admin": admin})
     response.set_cookie(SESSION_COOKIE, token, httponly=True, samesite="Strict", max_age=SESSION_IDLE_SECONDS)
     return response
+
+
+async def _forget_idle_sessions(app: web.Application) -> None:
+    sessions: dict[str, Session] = app[APP_SESSIONS]
+    now = time.monotonic()
+    for token in [t for t, found in sessions.items() if now - found.last_used > SESSION_IDLE_SECONDS]:
+        await sessions.pop(token).client.close()
 
 
 async def _check_account(client: AdminClient) -> bool:
@@ -469,9 +477,10 @@ async def start_console(settings: ConsoleSettings, host: str, port: int) -> tupl
     runner = web.AppRunner(make_app(settings), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
-    server = site._server
-    assert server is not None
-    sockets = getattr(server, "sockets", None) or []
-    bound_host, bound_port = sockets[0].getsockname()[:2] if sockets else (host, port)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    bound_host, bound_port = runner.addresses[0][:2]
     return runner, str(bound_host), int(bound_port)
