@@ -158,6 +158,22 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
                 expect(page.locator("#status")).to_contain_text(f"Resent 1 message(s): {TOPIC}")
                 eventually(lambda: (KEY, 0) in consumed, timeout=30, message="the resent message was not consumed")
 
+                # Resend to a group: an online client of the group consumes the original once more.
+                before = consumed.count((KEY, 0))
+                page.goto(f"{url}/#/messages?topic={TOPIC}&mode=id&value={sent.msg_id}")
+                detail = page.locator("#message-detail")
+                detail.get_by_label("Group").fill(GROUP)
+                detail.get_by_role("button", name="Resend").click()
+                expect(page.locator("#status")).to_contain_text("CR_SUCCESS")
+                eventually(lambda: consumed.count((KEY, 0)) > before, timeout=10)
+
+                # Consumer group actions: reset to a time, then skip the backlog.
+                page.goto(f"{url}/#/group?name={GROUP}")
+                page.get_by_role("button", name="Reset to time").click()
+                expect(page.locator("#status")).to_contain_text("Offsets reset.")
+                page.get_by_role("button", name="Skip backlog").click()
+                expect(page.locator("#status")).to_contain_text("Backlog skipped.")
+
                 # Dark mode and a phone-sized screen render the same page.
                 page.emulate_media(color_scheme="dark")
                 page.set_viewport_size({"width": 390, "height": 800})
