@@ -50,10 +50,10 @@ def admin_group(
     except ConfigError as exc:
         raise click.UsageError(f"--accessKey and --secretKey: {exc}") from None
     set_default_credentials(credentials or acl.tools_yml_credentials())
-    set_default_tls(_tls_option(use_tls, tls_config_file, tls_props))
+    set_default_tls(tls_option_settings(use_tls, tls_config_file, tls_props))
 
 
-def _tls_option(use_tls: bool, config_file: str | None, defines: tuple[str, ...]) -> TlsSettings | None:
+def tls_option_settings(use_tls: bool, config_file: str | None, defines: tuple[str, ...]) -> TlsSettings | None:
     props: dict[str, str] = {}
     for item in defines:
         key, sep, value = item.partition("=")

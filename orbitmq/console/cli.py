@@ -57,15 +57,28 @@ async def _serve(addrs: list[str], host: str, port: int, login: bool, creds: Acl
               help="Address the console serves on.")
 @click.option("--login", is_flag=True,
               help="Require a login with a plain-ACL account; requests are signed with its keys.")
-@click.option("--accessKey", "access_key", help="Sign every request with this account (without --login).")
-@click.option("--secretKey", "secret_key", help="Secret key of --accessKey.")
+@click.option("--accessKey", "access_key", envvar="ORBITMQ_ACCESS_KEY",
+              help="Sign every request with this account (without --login; env ORBITMQ_ACCESS_KEY).")
+@click.option("--secretKey", "secret_key", envvar="ORBITMQ_SECRET_KEY",
+              help="Secret key of --accessKey (env ORBITMQ_SECRET_KEY).")
+@click.option("--tls", "use_tls", is_flag=True, help="Connect to NameServers and brokers with TLS.")
+@click.option("--tlsConfigFile", "tls_config_file", metavar="FILE",
+              help="Properties file of tls.* client settings (tls.config.file); implies --tls.")
+@click.option("-D", "tls_props", multiple=True, metavar="KEY=VALUE",
+              help="A client tls.* setting, e.g. -D tls.client.trustCertPath=ca.pem; implies --tls.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds to wait for each admin request.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def console_command(namesrv: str, listen: str, login: bool, access_key: str | None, secret_key: str | None,
-                    timeout: float, verbose: bool) -> None:
-    """Run the web console (cluster, topics, groups, messages, dead letters, ACL) over the admin API."""
+                    use_tls: bool, tls_config_file: str | None, tls_props: tuple[str, ...], timeout: float,
+                    verbose: bool) -> None:
+    """Run the web console (cluster, topics, groups, messages, producers, dead letters, ACL) over the admin API."""
+    from orbitmq.admin.api import set_default_tls
+    from orbitmq.admin.cli import tls_option_settings
+
     addrs = split_namesrv(namesrv)
+    # Every AdminClient of the console (its own and each login's) connects with these settings.
+    set_default_tls(tls_option_settings(use_tls, tls_config_file, tls_props))
     host, port = parse_listen(listen)
     if bool(access_key) != bool(secret_key):
         raise click.UsageError("give both --accessKey and --secretKey, or neither")

@@ -1,0 +1,48 @@
+"""`orbitmq console --tlsConfigFile`: the console reaches NameServers and brokers that speak only TLS."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.console.conftest import console_url
+from tests.support.procs import ServerProcess, eventually, orbitmq_command, start_server
+from tests.tls.conftest import Pki
+from tests.tls.test_cluster_tls import tls_properties
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _cluster(url: str) -> Any:
+    with urllib.request.urlopen(f"{url}/api/cluster", timeout=20) as r:
+        return json.loads(r.read())
+
+
+def test_console_with_tls_options_reads_an_enforcing_cluster(
+    tmp_path: Path, pki: Pki, procs: list[ServerProcess]
+) -> None:
+    tls_file = tls_properties(tmp_path, pki, "require")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"tls.server.mode=enforcing\ntls.enable=true\ntls.config.file={tls_file}\n")
+    dev = start_server(orbitmq_command("dev", "--store", str(tmp_path / "data"), "--namesrv-port", "0",
+                                       "--broker-port", "0", "--console", "off", "-c", str(conf)), listeners=2)
+    procs.append(dev)
+    secure = start_server(orbitmq_command("console", "-n", dev.addr, "--listen", "127.0.0.1:0",
+                                          "--tlsConfigFile", str(tls_file)), listeners=0)
+    procs.append(secure)
+    plain = start_server(orbitmq_command("console", "-n", dev.addr, "--listen", "127.0.0.1:0"), listeners=0)
+    procs.append(plain)
+    secure_url, plain_url = console_url(secure), console_url(plain)
+
+    eventually(lambda: [b["brokerName"] for b in _cluster(secure_url)["brokers"]] == ["broker-a"],
+               timeout=30, message="the TLS console never listed the broker")
+    broker = _cluster(secure_url)["brokers"][0]
+    assert broker["error"] == "" and broker["runtime"]["brokerVersionDesc"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _cluster(plain_url)
+    assert refused.value.code == 502
