@@ -194,7 +194,7 @@ async def serve_dev(
             broker, b_host, b_port = await _start_broker(config)
             try:
                 _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
-                async with dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable):
+                async with dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable, config.tls):
                     await stop.wait()
                     log.info("dev: shutting down")
             finally:

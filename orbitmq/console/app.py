@@ -29,6 +29,7 @@ from orbitmq.client.validation import check_group, check_topic
 from orbitmq.console import service
 from orbitmq.console.openapi import openapi_document
 from orbitmq.errors import BrokerError, ClientError, NoPermission, OrbitMQError, TopicNotExist
+from orbitmq.remoting.tls import TlsSettings
 
 log = logging.getLogger("orbitmq.console")
 
@@ -63,6 +64,8 @@ class ConsoleSettings:
     #: Credentials used when login is off (None: unsigned requests).
     credentials: AclCredentials | None = None
     timeout: float = 5.0
+    #: Client TLS settings for NameServers and brokers (None: the admin API's defaults).
+    tls: TlsSettings | None = None
 
 
 APP_SETTINGS = web.AppKey("settings", ConsoleSettings)
@@ -226,7 +229,7 @@ async def login(request: web.Request) -> web.Response:
         creds = AclCredentials(access_key, secret_key)
     except ValueError as exc:
         return _json({"error": str(exc), "code": None}, 400)
-    client = AdminClient(settings.namesrv_addrs, timeout=settings.timeout, credentials=creds)
+    client = AdminClient(settings.namesrv_addrs, timeout=settings.timeout, credentials=creds, tls=settings.tls)
     try:
         admin = await _check_account(client)
     except ApiError as exc:
@@ -438,7 +441,8 @@ def make_app(settings: ConsoleSettings) -> web.Application:
     app = web.Application(middlewares=[security_headers])
     app[APP_SETTINGS] = settings
     app[APP_SESSIONS] = {}
-    app[APP_CLIENT] = AdminClient(settings.namesrv_addrs, timeout=settings.timeout, credentials=settings.credentials)
+    app[APP_CLIENT] = AdminClient(settings.namesrv_addrs, timeout=settings.timeout, credentials=settings.credentials,
+                                  tls=settings.tls)
 
     async def close_clients(app: web.Application) -> None:
         await app[APP_CLIENT].close()

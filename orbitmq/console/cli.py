@@ -18,6 +18,7 @@ import click
 from orbitmq.admin.runner import NAMESRV_ENV, split_namesrv
 from orbitmq.client.acl import AclCredentials
 from orbitmq.remoting.loop import run
+from orbitmq.remoting.tls import TlsSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
@@ -107,8 +108,11 @@ def dev_console_option(func):  # type: ignore[no-untyped-def]
 
 
 @contextlib.asynccontextmanager
-async def dev_console(listen: str, namesrv_addr: str, login: bool) -> AsyncIterator[None]:
+async def dev_console(listen: str, namesrv_addr: str, login: bool, tls: TlsSettings | None = None) -> AsyncIterator[None]:
     """Serve the console for `orbitmq dev` while the block runs; prints `console listening on HOST:PORT`.
+
+    `login` when the broker has ACL on; `tls`: the broker's own client TLS settings when it
+    connects with TLS (tls.enable), so the console reaches a TLS-only dev cluster too.
 
     Nothing is served when `listen` is 'off', or when the port is taken (a
     warning on stderr: the NameServer and broker run on without a console).
@@ -120,7 +124,7 @@ async def dev_console(listen: str, namesrv_addr: str, login: bool) -> AsyncItera
 
     host, port = parse_listen(listen)
     try:
-        runner, bound_host, bound_port = await start_console(ConsoleSettings([namesrv_addr], login=login), host, port)
+        runner, bound_host, bound_port = await start_console(ConsoleSettings([namesrv_addr], login=login, tls=tls if tls is not None and tls.enable else None), host, port)
     except OSError as exc:
         click.echo(f"warning: console not started on {host}:{port}: {exc.strerror or exc}", err=True)
         yield

@@ -1,4 +1,4 @@
-"""`orbitmq console --tlsConfigFile`: the console reaches NameServers and brokers that speak only TLS."""
+"""`orbitmq console --tlsConfigFile`, and the console of a TLS `orbitmq dev`, reach servers that speak only TLS."""
 
 from __future__ import annotations
 
@@ -30,19 +30,22 @@ def test_console_with_tls_options_reads_an_enforcing_cluster(
     conf = tmp_path / "broker.conf"
     conf.write_text(f"tls.server.mode=enforcing\ntls.enable=true\ntls.config.file={tls_file}\n")
     dev = start_server(orbitmq_command("dev", "--store", str(tmp_path / "data"), "--namesrv-port", "0",
-                                       "--broker-port", "0", "--console", "off", "-c", str(conf)), listeners=2)
+                                       "--broker-port", "0", "--console", "127.0.0.1:0", "-c", str(conf)),
+                       listeners=2)
     procs.append(dev)
     secure = start_server(orbitmq_command("console", "-n", dev.addr, "--listen", "127.0.0.1:0",
                                           "--tlsConfigFile", str(tls_file)), listeners=0)
     procs.append(secure)
     plain = start_server(orbitmq_command("console", "-n", dev.addr, "--listen", "127.0.0.1:0"), listeners=0)
     procs.append(plain)
-    secure_url, plain_url = console_url(secure), console_url(plain)
+    secure_url, plain_url, dev_url = console_url(secure), console_url(plain), console_url(dev)
 
     eventually(lambda: [b["brokerName"] for b in _cluster(secure_url)["brokers"]] == ["broker-a"],
                timeout=30, message="the TLS console never listed the broker")
     broker = _cluster(secure_url)["brokers"][0]
     assert broker["error"] == "" and broker["runtime"]["brokerVersionDesc"]
+    # orbitmq dev's own console connects with the broker's client TLS settings.
+    assert _cluster(dev_url)["brokers"][0]["error"] == ""
     with pytest.raises(urllib.error.HTTPError) as refused:
         _cluster(plain_url)
     assert refused.value.code == 502
