@@ -392,7 +392,7 @@ async def resend_dlq(request: web.Request, client: AdminClient) -> Any:
     data = await _body(request)
     ids = data.get("msgIds") or []
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise ApiError(400, "msgIds must be a list of offset message ids")
+        raise ApiError(400, "msgIds must be a list of message ids (offset, message or original ids)")
     return await service.dlq_resend(client, _group(request.match_info["group"]), ids)
 
 
@@ -404,14 +404,8 @@ async def export_dlq(request: web.Request, client: AdminClient) -> Any:
         "Content-Disposition": f'attachment; filename="dlq-{group}.jsonl"',
     })
     await response.prepare(request)
-    page = 0
-    while True:
-        chunk = await service.dlq_page(client, group, page, service.MAX_PAGE_SIZE)
-        for item in chunk["items"]:
-            await response.write(json.dumps(item, ensure_ascii=False).encode() + b"\n")
-        if len(chunk["items"]) < service.MAX_PAGE_SIZE:
-            break
-        page += 1
+    for line in await service.dlq_export(client, group):
+        await response.write(line.encode())
     await response.write_eof()
     return response
 

@@ -10,20 +10,22 @@ only the requested page is pulled from the brokers.
 from __future__ import annotations
 
 import base64
+import io
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from orbitmq.admin import dlq
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.consumer import group_brokers
 from orbitmq.admin.commands.message import find_by_key, find_by_unique_key, looks_like_offset_id
 from orbitmq.admin.commands.offset import reset_offsets
 from orbitmq.admin.commands.topic import ORDER_TOPIC_CONFIG
 from orbitmq.admin.commands.trace import find_trace
+from orbitmq.admin.dlq import DeadLetter
 from orbitmq.admin.models import TopicConfig, perm_text
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.trace import DEFAULT_TRACE_TOPIC
-from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, ConsumerNotOnline, OrbitMQError, TopicNotExist
@@ -391,48 +393,41 @@ async def producers(admin: AdminClient, group: str) -> dict[str, Any]:
 # --- dead letters --------------------------------------------------------------------
 
 
+def dead_letter_json(letter: DeadLetter) -> dict[str, Any]:
+    """A dead letter as the pages show it: the message, plus what `orbitmq admin queryDlq` tells of it."""
+    return {
+        **message_json(letter.msg),
+        "originalTopic": letter.original_topic, "originalId": letter.original_id, "error": letter.error,
+        "attempts": letter.attempts, "resent": letter.resent,
+    }
+
+
 async def dlq_page(admin: AdminClient, group: str, page: int, size: int) -> dict[str, Any]:
-    """One page of %DLQ%<group>, oldest first (an empty page when the group has no dead letters yet)."""
-    try:
-        return await messages_by_time(admin, DLQ_PREFIX + group, 0, 2**62, page, size)
-    except TopicNotExist:
-        return {"total": 0, "page": page, "size": size, "items": []}
+    """One page of the group's dead letters, oldest first, as queryDlq lists them.
 
-
-def original_topic(msg: dict[str, Any]) -> str:
-    props = msg["properties"]
-    return str(props.get(mc.RETRY_TOPIC) or props.get(mc.REAL_TOPIC) or "")
+    Like queryDlq (admin/dlq.py `browse`), this reads the whole %DLQ%<group>
+    on the server to leave out the resend markers and flag resent letters;
+    only the page goes to the browser.
+    """
+    letters = await dlq.browse(admin, group)
+    start = page * size
+    return {"total": len(letters), "page": page, "size": size,
+            "items": [dead_letter_json(d) for d in letters[start:start + size]]}
 
 
 async def dlq_resend(admin: AdminClient, group: str, msg_ids: Sequence[str]) -> dict[str, Any]:
-    """Send dead letters (by offset message id; all of them when none is given) again to their original topic.
+    """resendDlq: the given dead letters (by offset id, message id or original id; all when none) go
+    back to their original topic once each; letters resent before are skipped."""
+    report = await dlq.resend(admin, group, dlq.Selection.of(ids=msg_ids))
+    return {"matched": report.matched, "resent": report.resent, "skipped": report.skipped,
+            "targets": dict(sorted(report.targets.items()))}
 
-    The copy keeps the body, tags and keys; `ORIGIN_MESSAGE_ID` is not kept
-    (the copy is a new message with a new id).
-    """
-    targets: list[dict[str, Any]] = []
-    if msg_ids:
-        for mid in msg_ids:
-            targets.extend((await message_by_id(admin, DLQ_PREFIX + group, mid))["items"])
-    else:
-        page = 0
-        while True:
-            chunk = await dlq_page(admin, group, page, MAX_PAGE_SIZE)
-            targets.extend(chunk["items"])
-            if len(chunk["items"]) < MAX_PAGE_SIZE:
-                break
-            page += 1
-    sent = []
-    for msg in targets:
-        topic = original_topic(msg)
-        if not topic:
-            raise ClientError(f"dead letter {msg['offsetMsgId']} names no original topic")
-        addr, queue = await admin.pick_write_queue(topic)
-        result = await admin.send_message(addr, queue, base64.b64decode(msg["bodyBase64"]),
-                                          tags=msg["tags"] or None, keys=msg["keys"])
-        sent.append({"from": msg["offsetMsgId"], "topic": topic, "msgId": result.msg_id,
-                     "status": result.status.name})
-    return {"sent": sent}
+
+async def dlq_export(admin: AdminClient, group: str) -> list[str]:
+    """exportDlq's JSON lines, one per dead letter."""
+    out = io.StringIO()
+    dlq.export_jsonl(await dlq.browse(admin, group), out)
+    return out.getvalue().splitlines(keepends=True)
 
 
 # --- ACL -----------------------------------------------------------------------------

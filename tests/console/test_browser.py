@@ -67,6 +67,7 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.set_default_timeout(20_000)
+                page.on("dialog", lambda dialog: dialog.accept())
                 url = dev.url
 
                 # Cluster: the broker, its role and version; the live chart is drawn.
@@ -155,8 +156,12 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
                 page.screenshot(path=str(shots / "dlq.png"), full_page=True)
                 failing.clear()
                 page.get_by_role("button", name="Resend", exact=True).click()
-                expect(page.locator("#status")).to_contain_text(f"Resent 1 message(s): {TOPIC}")
+                expect(page.locator("#status")).to_contain_text(f"Resent 1 of 1 dead letter(s), 0 skipped")
+                expect(page.locator("#status")).to_contain_text(f"{sent.msg_id} to {TOPIC}")
                 eventually(lambda: (KEY, 0) in consumed, timeout=30, message="the resent message was not consumed")
+                expect(page.get_by_role("cell", name="yes", exact=True)).to_be_visible()  # flagged as resent
+                page.get_by_role("button", name="Resend all").click()  # confirm() is accepted by the dialog handler
+                expect(page.locator("#status")).to_contain_text("Resent 0 of 1 dead letter(s), 1 skipped")
 
                 # Resend to a group: an online client of the group consumes the original once more.
                 before = consumed.count((KEY, 0))

@@ -391,13 +391,13 @@ async function pageDlq(params) {
   const rows = data.items.map((m) => {
     const cb = h("input", { type: "checkbox", value: m.offsetMsgId, "aria-label": `Select ${m.msgId}` });
     checks.push(cb);
-    return [cb, m.msgId, m.properties.RETRY_TOPIC || "-", m.keys.join(" "), m.reconsumeTimes, fmtTime(m.storeTimestamp),
+    return [cb, m.msgId, m.originalTopic, m.keys.join(" "), m.attempts, m.error || "-", m.resent ? "yes" : "no", fmtTime(m.storeTimestamp),
       h("span", {}, h("button", { class: "secondary", onclick: () => messageDetail(m, detail) }, "Details"), " ",
         writeButton("Resend", () => resendDlq(group, [m.offsetMsgId])))];
   });
   results.replaceChildren(
     h("p", {}, `${data.total} dead letter(s) in %DLQ%${group}. `, h("a", { href: `/api/dlq/${enc(group)}/export`, download: `dlq-${group}.jsonl` }, "Export as JSON lines")),
-    table(["", "Message ID", "Original topic", "Keys", "Reconsumed", "Stored", ""], rows),
+    table(["", "Message ID", "Original topic", "Keys", "Attempts", "Error", "Resent", "Dead since", ""], rows),
     pager(data, (p) => go("dlq", { group, page: p })),
     h("p", {}, writeButton("Resend selected", () => resendDlq(group, checks.filter((c) => c.checked).map((c) => c.value)), "secondary"), " ",
       writeButton("Resend all", () => confirm(`Resend every dead letter of ${group}?`) && resendDlq(group, []))));
@@ -405,7 +405,11 @@ async function pageDlq(params) {
 
 async function resendDlq(group, ids) {
   const r = await act(() => call("POST", `/api/dlq/${enc(group)}/resend`, { msgIds: ids }));
-  if (r) status(`Resent ${r.sent.length} message(s): ${r.sent.map((s) => `${s.topic} ${s.msgId} ${s.status}`).join(", ")}`, "ok");
+  if (r) {
+    status(`Resent ${r.resent} of ${r.matched} dead letter(s), ${r.skipped} skipped as resent before: ` +
+      Object.entries(r.targets).map(([id, topic]) => `${id} to ${topic}`).join(", "), "ok");
+    render();
+  }
 }
 
 // --- ACL ----------------------------------------------------------------------------
