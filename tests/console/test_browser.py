@@ -156,7 +156,7 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
                 page.screenshot(path=str(shots / "dlq.png"), full_page=True)
                 failing.clear()
                 page.get_by_role("button", name="Resend", exact=True).click()
-                expect(page.locator("#status")).to_contain_text(f"Resent 1 of 1 dead letter(s), 0 skipped")
+                expect(page.locator("#status")).to_contain_text("Resent 1 of 1 dead letter(s), 0 skipped")
                 expect(page.locator("#status")).to_contain_text(f"{sent.msg_id} to {TOPIC}")
                 eventually(lambda: (KEY, 0) in consumed, timeout=30, message="the resent message was not consumed")
                 expect(page.get_by_role("cell", name="yes", exact=True)).to_be_visible()  # flagged as resent
