@@ -176,6 +176,8 @@ def test_walk_through_the_console_in_chromium(tmp_path: Path) -> None:
                 page.goto(f"{url}/#/group?name={GROUP}")
                 page.get_by_role("button", name="Reset to time").click()
                 expect(page.locator("#status")).to_contain_text("Offsets reset.")
+                # The subscription row and one lag row per queue of the topic.
+                expect(page.get_by_role("cell", name=TOPIC, exact=True)).to_have_count(3)
                 page.get_by_role("button", name="Skip backlog").click()
                 expect(page.locator("#status")).to_contain_text("Backlog skipped.")
 
