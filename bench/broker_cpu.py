@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.e2e import BODY_SIZE, GROUP, QUEUES, TOPIC
+from bench.e2e import BODY_SIZE, QUEUES, TOPIC, pull_request, send_fields
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
 from orbitmq.common import properties as mc
@@ -84,11 +84,7 @@ def _frames(commands: list[RemotingCommand]) -> bytes:
 
 
 def _fields(queue_id: int, props: str, batch: bool) -> dict[str, str]:
-    return {
-        "a": "bench_producer", "b": TOPIC, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
-        "g": str(int(time.time() * 1000)), "h": "0", "i": props, "j": "0", "k": "false",
-        "m": "true" if batch else "false", "n": "broker-a",
-    }
+    return send_fields(queue_id, props, batch, "broker-a")
 
 
 def send_reads(ids: UniqueIdGenerator, reads: int, per_read: int = 64) -> list[bytes]:
@@ -123,12 +119,7 @@ def pull_reads(reads: int, per_read: int = QUEUES, size: int = 32) -> list[bytes
     for r in range(reads):
         cmds = []
         for q in range(per_read):
-            fields = {
-                "consumerGroup": GROUP, "topic": TOPIC, "queueId": str(q), "queueOffset": str(r * size),
-                "maxMsgNums": str(size), "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0",
-                "subscription": "*", "subVersion": "0", "expressionType": "TAG",
-            }
-            cmds.append(RemotingCommand.request(RequestCode.PULL_MESSAGE, fields))
+            cmds.append(pull_request(q, r * size, 0, size))
         out.append(_frames(cmds))
     return out
 

@@ -32,10 +32,13 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from orbitmq.common import names
 from orbitmq.common import properties as mc
+from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.common.record import iter_records
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.headers import CreateTopicRequestHeader, SendMessageRequestHeader
 from orbitmq.remoting.transport import RemotingClient
 
 BODY = b"x" * 1024
@@ -69,8 +72,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def create_topic(client: RemotingClient, addr: str, topic: str) -> None:
-    fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": "1", "writeQueueNums": "1", "perm": "6",
-              "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
+    fields = CreateTopicRequestHeader(
+        topic=topic, default_topic=names.AUTO_CREATE_TOPIC_KEY_TOPIC, read_queue_nums=1, write_queue_nums=1,
+        perm=PERM_READ | PERM_WRITE, topic_filter_type="SINGLE_TAG", topic_sys_flag=0, order=False,
+    ).to_ext_fields()
     response = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), 10)
     assert response.code == ResponseCode.SUCCESS, response.remark
 
@@ -86,9 +91,11 @@ async def send_all(
         while next_i < count:
             i = next_i
             next_i += 1
-            fields = {"a": "BenchPG", "b": topic, "c": "TBW102", "d": "1", "e": "0", "f": "0",
-                      "g": str(int(time.time() * 1000)), "h": "0", "i": props(i), "j": "0", "k": "false",
-                      "m": "false"}
+            fields = SendMessageRequestHeader(
+                producer_group="BenchPG", topic=topic, default_topic=names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+                default_topic_queue_nums=1, queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
+                properties=props(i), reconsume_times=0, unit_mode=False, batch=False,
+            ).to_compact_fields()
             response = await client.invoke(addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields, BODY))
             if response.code != ResponseCode.SUCCESS:
                 raise RuntimeError(f"send failed: {response.code} {response.remark}")

@@ -41,13 +41,21 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message
 from orbitmq.common.msgid import UniqueIdGenerator
 from orbitmq.common.record import encode_batch, iter_records
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.headers import (
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+)
 from orbitmq.remoting.loop import run as run_loop
+from orbitmq.remoting.sysflag import PullSysFlag
 from orbitmq.remoting.transport import RemotingClient
 
 BODY_SIZE = 1024
@@ -59,6 +67,15 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 # --- the lean protocol client (runs in worker processes) ------------------------------
+
+
+def send_fields(queue_id: int, props: str, batch: bool, broker_name: str) -> dict[str, str]:
+    """The V2 send header the lean client sends (as a Java producer fills it)."""
+    return SendMessageRequestHeader(
+        producer_group="bench_producer", topic=TOPIC, default_topic=names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+        default_topic_queue_nums=4, queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
+        properties=props, reconsume_times=0, unit_mode=False, batch=batch, bname=broker_name,
+    ).to_compact_fields()
 
 
 class Sender:
@@ -78,11 +95,7 @@ class Sender:
         return _STAMP.pack(time.time_ns()) + self.filler
 
     def _fields(self, queue_id: int, props: str, batch: bool) -> dict[str, str]:
-        return {
-            "a": "bench_producer", "b": TOPIC, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
-            "g": str(int(time.time() * 1000)), "h": "0", "i": props, "j": "0", "k": "false",
-            "m": "true" if batch else "false", "n": self.broker_name,
-        }
+        return send_fields(queue_id, props, batch, self.broker_name)
 
     async def send_one(self, queue_id: int) -> None:
         props = mc.encode_properties({mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: self.ids.next(), mc.WAIT_STORE_MSG_OK: "true"})
@@ -109,20 +122,20 @@ class Sender:
             self.errors += size
 
 
-def pull_request(queue_id: int, offset: int, suspend_ms: int) -> RemotingCommand:
-    flags = 0x04 | (0x02 if suspend_ms else 0)  # SUBSCRIPTION (+ SUSPEND for long polling)
-    fields = {
-        "consumerGroup": GROUP, "topic": TOPIC, "queueId": str(queue_id), "queueOffset": str(offset),
-        "maxMsgNums": "32", "sysFlag": str(flags), "commitOffset": "0", "suspendTimeoutMillis": str(suspend_ms),
-        "subscription": "*", "subVersion": "0", "expressionType": "TAG",
-    }
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, fields)
+def pull_request(queue_id: int, offset: int, suspend_ms: int, max_nums: int = 32) -> RemotingCommand:
+    flags = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms else 0)  # SUSPEND: long polling
+    header = PullMessageRequestHeader(
+        consumer_group=GROUP, topic=TOPIC, queue_id=queue_id, queue_offset=offset, max_msg_nums=max_nums, sys_flag=flags,
+        commit_offset=0, suspend_timeout_millis=suspend_ms, sub_version=0, subscription="*", expression_type="TAG",
+    )
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
 
 
 async def queue_max_offset(client: RemotingClient, addr: str, queue_id: int) -> int:
-    cmd = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(queue_id)})
+    header = GetMaxOffsetRequestHeader(topic=TOPIC, queue_id=queue_id)
+    cmd = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, header.to_ext_fields())
     response = await client.invoke(addr, cmd, timeout=5.0)
-    return int((response.ext_fields or {}).get("offset", "0"))
+    return GetMaxOffsetResponseHeader.from_ext_fields(response.ext_fields).offset
 
 
 async def wait_until(epoch_s: float) -> None:

@@ -27,6 +27,7 @@ import tempfile
 import time
 
 from orbitmq.client import LocalTransactionState, Message, Producer, TransactionProducer
+from orbitmq.common import names
 
 BODY = b"x" * 1024
 TOPIC = "BenchTx"
@@ -80,7 +81,7 @@ async def main(count: int, concurrency: int) -> None:
                     TransactionProducer("bench_tx", Commit(), namesrv_addr=namesrv) as tx:
                 for _ in range(100):  # routes, topic creation and warm-up
                     try:
-                        await plain.create_topic("TBW102", TOPIC, 4)
+                        await plain.create_topic(names.AUTO_CREATE_TOPIC_KEY_TOPIC, TOPIC, 4)
                         break
                     except Exception:  # noqa: BLE001 - the broker registers a moment after it listens
                         await asyncio.sleep(0.1)

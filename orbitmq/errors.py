@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from orbitmq.remoting.codes import ResponseCode
+
 
 class OrbitMQError(Exception):
     """Root of every error OrbitMQ raises on purpose."""
@@ -91,7 +93,7 @@ class BrokerError(OrbitMQError):
 
     def __init__(self, remark: str | None = None, *, code: int | None = None) -> None:
         if code is None:
-            code = self.response_code if self.response_code is not None else _SYSTEM_ERROR
+            code = self.response_code if self.response_code is not None else ResponseCode.SYSTEM_ERROR
         self.code = int(code)
         self.remark = remark or ""
         super().__init__(f"CODE: {self.code} DESC: {self.remark}")
@@ -112,98 +114,95 @@ class BrokerError(OrbitMQError):
         return BrokerError._by_code.get(int(code), BrokerError)(remark, code=code)
 
 
-_SYSTEM_ERROR = 1
-
-
 def _rebuild_broker_error(cls: type[BrokerError], remark: str, code: int) -> BrokerError:
     return cls(remark, code=code)
 
 
 class SystemError_(BrokerError):
-    response_code = 1
+    response_code = ResponseCode.SYSTEM_ERROR
     retriable = True
 
 
 class SystemBusy(BrokerError):
-    response_code = 2
+    response_code = ResponseCode.SYSTEM_BUSY
     retriable = True
 
 
 class RequestCodeNotSupported(BrokerError):
-    response_code = 3
+    response_code = ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 
 class TransactionFailed(BrokerError):
-    response_code = 4
+    response_code = ResponseCode.TRANSACTION_FAILED
 
 
 class SlaveNotAvailable(BrokerError):
-    response_code = 11
+    response_code = ResponseCode.SLAVE_NOT_AVAILABLE
 
 
 class MessageIllegal(BrokerError):
-    response_code = 13
+    response_code = ResponseCode.MESSAGE_ILLEGAL
 
 
 class ServiceNotAvailable(BrokerError):
-    response_code = 14
+    response_code = ResponseCode.SERVICE_NOT_AVAILABLE
     retriable = True
 
 
 class VersionNotSupported(BrokerError):
-    response_code = 15
+    response_code = ResponseCode.VERSION_NOT_SUPPORTED
 
 
 class NoPermission(BrokerError):
-    response_code = 16
+    response_code = ResponseCode.NO_PERMISSION
     retriable = True
 
 
 class TopicNotExist(BrokerError):
-    response_code = 17
+    response_code = ResponseCode.TOPIC_NOT_EXIST
     retriable = True
 
 
 class TopicExistAlready(BrokerError):
-    response_code = 18
+    response_code = ResponseCode.TOPIC_EXIST_ALREADY
 
 
 class QueryNotFound(BrokerError):
-    response_code = 22
+    response_code = ResponseCode.QUERY_NOT_FOUND
 
 
 class SubscriptionParseFailed(BrokerError):
-    response_code = 23
+    response_code = ResponseCode.SUBSCRIPTION_PARSE_FAILED
 
 
 class SubscriptionNotExist(BrokerError):
-    response_code = 24
+    response_code = ResponseCode.SUBSCRIPTION_NOT_EXIST
 
 
 class SubscriptionNotLatest(BrokerError):
-    response_code = 25
+    response_code = ResponseCode.SUBSCRIPTION_NOT_LATEST
 
 
 class SubscriptionGroupNotExist(BrokerError):
-    response_code = 26
+    response_code = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
 
 
 class NoBuyerId(BrokerError):
-    response_code = 204
+    response_code = ResponseCode.NO_BUYER_ID
     retriable = True
 
 
 class NotInCurrentUnit(BrokerError):
-    response_code = 205
+    response_code = ResponseCode.NOT_IN_CURRENT_UNIT
     retriable = True
 
 
 class ConsumerNotOnline(BrokerError):
-    response_code = 206
+    response_code = ResponseCode.CONSUMER_NOT_ONLINE
 
 
 class FlowControl(BrokerError):
-    response_code = 215
+    response_code = ResponseCode.FLOW_CONTROL
 
 
 class DiskFull(ServiceNotAvailable):

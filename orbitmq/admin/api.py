@@ -38,13 +38,37 @@ from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.api import MQClientAPI
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SEND_STATUS_BY_CODE, SendResult
+from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, ConnectError, CorruptRecord, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
-from orbitmq.remoting.headers import CreateTopicRequestHeader
+from orbitmq.remoting.header_base import CommandHeader
+from orbitmq.remoting.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryMessageRequestHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SendMessageRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from orbitmq.remoting.sysflag import PullSysFlag
 from orbitmq.remoting.tls import TlsSettings
 
 #: Group names the tools use when the user names none (RocketMQ's tools use
@@ -52,9 +76,6 @@ from orbitmq.remoting.tls import TlsSettings
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 TOOLS_PRODUCER_GROUP = "TOOLS_PRODUCER"
 
-# Pull sysflag bit (§3.2): the request carries its own subscription, so the
-# broker needs no heartbeat from the tool.
-_PULL_FLAG_SUBSCRIPTION = 0x04
 
 _default_credentials: AclCredentials | None = None
 _default_tls: TlsSettings | None = None
@@ -119,17 +140,24 @@ class AdminClient:
         self,
         addr: str,
         code: int,
-        fields: Mapping[str, str] | None = None,
+        fields: CommandHeader | Mapping[str, str] | None = None,
         body: bytes | None = None,
         ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
+        compact: bool = False,
     ) -> RemotingCommand:
-        """One request to `addr`; a response code outside `ok` raises BrokerError."""
-        response = await self._invoke(addr, RemotingCommand.request(code, dict(fields or {}), body))
+        """One request to `addr`; a response code outside `ok` raises BrokerError.
+
+        `compact` sends the header under its compact keys (the V2 send header's letters)."""
+        if isinstance(fields, CommandHeader):
+            ext_fields = fields.to_compact_fields() if compact else fields.to_ext_fields()
+        else:
+            ext_fields = dict(fields or {})  # ACL config fields have no typed header
+        response = await self._invoke(addr, RemotingCommand.request(code, ext_fields, body))
         if response.code not in ok:
             raise BrokerError.for_code(response.code, response.remark)
         return response
 
-    async def _namesrv(self, code: int, fields: Mapping[str, str] | None = None) -> RemotingCommand:
+    async def _namesrv(self, code: int, fields: CommandHeader | None = None) -> RemotingCommand:
         """Ask each NameServer in turn until one answers; raise its refusal or the last failure."""
         last: RemotingError | None = None
         for addr in self.namesrv_addrs:
@@ -144,7 +172,7 @@ class AdminClient:
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """The topic's route, brokers in name order; TopicNotExist when no NameServer knows it."""
-        response = await self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        response = await self._namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic))
         try:
             return TopicRouteData.from_json(wire.json_object(response.body_bytes())).sorted()
         except ValueError as exc:
@@ -162,14 +190,12 @@ class AdminClient:
         if cluster is None:
             response = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         else:
-            response = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": cluster})
+            response = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER, GetTopicsByClusterRequestHeader(cluster=cluster))
         body = wire.json_object(response.body_bytes())
         return sorted(str(t) for t in body.get("topicList") or [])
 
     async def delete_topic_in_namesrv(self, topic: str, cluster: str | None = None) -> None:
-        fields = {"topic": topic}
-        if cluster:
-            fields["clusterName"] = cluster
+        fields = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster or None)
         # Every NameServer keeps its own table, so each must forget the topic.
         for addr in self.namesrv_addrs:
             await self._call(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, fields)
@@ -177,7 +203,7 @@ class AdminClient:
     async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
         """PUT_KV_CONFIG on every NameServer (each keeps its own KV table)."""
         for addr in self.namesrv_addrs:
-            await self._call(addr, RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value})
+            await self._call(addr, RequestCode.PUT_KV_CONFIG, PutKVConfigRequestHeader(namespace=namespace, key=key, value=value))
 
     async def cluster_masters(self, cluster: str) -> dict[str, str]:
         """broker name -> master address of every broker in `cluster`; ClientError if none."""
@@ -188,17 +214,17 @@ class AdminClient:
 
     # --- topics and brokers -------------------------------------------------------
 
-    async def create_topic(self, broker_addr: str, config: TopicConfig, default_topic: str = "TBW102") -> None:
+    async def create_topic(self, broker_addr: str, config: TopicConfig, default_topic: str = names.AUTO_CREATE_TOPIC_KEY_TOPIC) -> None:
         """UPDATE_AND_CREATE_TOPIC with the config's queues, perm, filter type, sysflag and order."""
         header = CreateTopicRequestHeader(
             topic=config.topic_name, default_topic=default_topic, read_queue_nums=config.read_queue_nums,
             write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,
             order=config.order, topic_sys_flag=config.topic_sys_flag,
         )
-        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+        await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
 
     async def delete_topic_in_broker(self, broker_addr: str, topic: str) -> None:
-        await self._call(broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+        await self._call(broker_addr, RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic=topic))
 
     async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO: the broker's figures as RocketMQ names them (putTps, ...)."""
@@ -207,7 +233,7 @@ class AdminClient:
         return {str(k): str(v) for k, v in table.items()}
 
     async def topic_stats(self, broker_addr: str, topic: str) -> list[QueueStat]:
-        response = await self._call(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
+        response = await self._call(broker_addr, RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic))
         body = wire.json_object(response.body_bytes())
         stats = [
             QueueStat(
@@ -235,12 +261,14 @@ class AdminClient:
         return {c.group_name: c for c in sorted(configs, key=lambda c: c.group_name)}
 
     async def delete_subscription_group(self, broker_addr: str, group: str, remove_offset: bool = False) -> None:
-        fields = {"groupName": group, "removeOffset": "true" if remove_offset else "false"}
+        fields = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset)
         await self._call(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, fields)
 
     async def consumer_connection(self, broker_addr: str, group: str) -> ConsumerConnection:
         """GET_CONSUMER_CONNECTION_LIST; ConsumerNotOnline when no client of the group is connected."""
-        response = await self._call(broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group})
+        response = await self._call(
+            broker_addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(consumer_group=group)
+        )
         try:
             return ConsumerConnection.from_json(wire.json_object(response.body_bytes()))
         except (TypeError, ValueError, AttributeError) as exc:
@@ -269,7 +297,7 @@ class AdminClient:
 
         `mqTable` comes back as an object-keyed map (read it with `wire.queue_keyed`).
         """
-        fields = {"consumerGroup": group, "clientId": client_id, "jstackEnable": "true" if jstack else "false"}
+        fields = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id, jstack_enable=jstack)
         response = await self._call(broker_addr, RequestCode.GET_CONSUMER_RUNNING_INFO, fields)
         return wire.json_object(response.body_bytes())
 
@@ -279,7 +307,7 @@ class AdminClient:
             broker_addr = parse_offset_msg_id(offset_msg_id).store_host
         except ValueError as exc:
             raise ClientError(f"{offset_msg_id!r} is not an offset message id: {exc}") from None
-        fields = {"consumerGroup": group, "clientId": client_id, "msgId": offset_msg_id}
+        fields = ConsumeMessageDirectlyResultRequestHeader(consumer_group=group, client_id=client_id, msg_id=offset_msg_id)
         response = await self._call(broker_addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, fields)
         return wire.json_object(response.body_bytes())
 
@@ -295,9 +323,7 @@ class AdminClient:
     # --- consumer progress and offsets -------------------------------------------
 
     async def consume_stats(self, broker_addr: str, group: str, topic: str | None = None) -> ConsumeStats:
-        fields = {"consumerGroup": group}
-        if topic:
-            fields["topic"] = topic
+        fields = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic or None)
         response = await self._call(broker_addr, RequestCode.GET_CONSUME_STATS, fields)
         try:
             return ConsumeStats.from_json(wire.json_object(response.body_bytes()))
@@ -308,12 +334,7 @@ class AdminClient:
         self, broker_addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True
     ) -> dict[MessageQueue, int]:
         """INVOKE_BROKER_TO_RESET_OFFSET: the broker moves the group's offsets and tells its consumers."""
-        fields = {
-            "topic": topic,
-            "group": group,
-            "timestamp": str(timestamp_ms),
-            "isForce": "true" if force else "false",
-        }
+        fields = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
         response = await self._call(broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
         raw = response.body_bytes()
         if not raw:
@@ -323,7 +344,7 @@ class AdminClient:
 
     async def query_consumer_offset(self, broker_addr: str, group: str, queue: MessageQueue) -> int | None:
         """The group's committed offset for one queue, None when the broker has none."""
-        fields = {"consumerGroup": group, "topic": queue.topic, "queueId": str(queue.queue_id)}
+        fields = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=queue.topic, queue_id=queue.queue_id)
         response = await self._call(
             broker_addr,
             RequestCode.QUERY_CONSUMER_OFFSET,
@@ -335,24 +356,21 @@ class AdminClient:
         return int(response.field("offset", "0") or 0)
 
     async def max_offset(self, broker_addr: str, queue: MessageQueue) -> int:
-        fields = {"topic": queue.topic, "queueId": str(queue.queue_id)}
+        fields = GetMaxOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id)
         response = await self._call(broker_addr, RequestCode.GET_MAX_OFFSET, fields)
         return int(response.field("offset", "0") or 0)
 
     async def search_offset(self, broker_addr: str, queue: MessageQueue, timestamp_ms: int) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the message stored closest to the time."""
-        fields = {"topic": queue.topic, "queueId": str(queue.queue_id), "timestamp": str(timestamp_ms)}
+        fields = SearchOffsetRequestHeader(topic=queue.topic, queue_id=queue.queue_id, timestamp=timestamp_ms)
         response = await self._call(broker_addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, fields)
         return int(response.field("offset", "0") or 0)
 
     async def update_consumer_offset(self, broker_addr: str, group: str, queue: MessageQueue, offset: int) -> None:
         """UPDATE_CONSUMER_OFFSET, answered (not oneway) so a failure is seen."""
-        fields = {
-            "consumerGroup": group,
-            "topic": queue.topic,
-            "queueId": str(queue.queue_id),
-            "commitOffset": str(offset),
-        }
+        fields = UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=queue.topic, queue_id=queue.queue_id, commit_offset=offset
+        )
         await self._call(broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
 
     # --- messages -----------------------------------------------------------------
@@ -390,22 +408,15 @@ class AdminClient:
         props[mc.WAIT_STORE_MSG_OK] = "true"
         uniq = props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or wire.new_unique_id()
         props[mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = uniq
-        fields = {
-            "a": producer_group,
-            "b": queue.topic,
-            "c": "TBW102",
-            "d": "4",
-            "e": str(queue.queue_id),
-            "f": "0",
-            "g": str(int(time.time() * 1000)),
-            "h": str(flag),
-            "i": mc.encode_properties(props),
-            "j": "0",
-            "k": "false",
-            "m": "false",
-            "n": queue.broker_name,
-        }
-        response = await self._call(broker_addr, RequestCode.SEND_MESSAGE_V2, fields, body, ok=tuple(SEND_STATUS_BY_CODE))
+        header = SendMessageRequestHeader(
+            producer_group=producer_group, topic=queue.topic, default_topic=names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+            default_topic_queue_nums=4, queue_id=queue.queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000),
+            flag=flag, properties=mc.encode_properties(props), reconsume_times=0, unit_mode=False, batch=False,
+            bname=queue.broker_name,
+        )
+        response = await self._call(
+            broker_addr, RequestCode.SEND_MESSAGE_V2, header, body, ok=tuple(SEND_STATUS_BY_CODE), compact=True
+        )
         written = MessageQueue(queue.topic, queue.broker_name, int(response.field("queueId", str(queue.queue_id)) or 0))
         return SendResult(
             SEND_STATUS_BY_CODE[response.code],
@@ -427,7 +438,8 @@ class AdminClient:
         api = MQClientAPI(self._remoting, self.timeout)
         try:
             return await api.pull(
-                broker_addr, queue, group=group, offset=offset, max_nums=max_nums, sys_flag=_PULL_FLAG_SUBSCRIPTION,
+                # SUBSCRIPTION: the request carries its own subscription, so the broker needs no heartbeat.
+                broker_addr, queue, group=group, offset=offset, max_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION,
                 commit_offset=0, suspend_ms=0, sub_expression="*", sub_version=0, timeout=self.timeout,
             )
         except (CorruptRecord, ClientError, ValueError) as exc:
@@ -436,7 +448,7 @@ class AdminClient:
     async def view_message(self, broker_addr: str, commit_log_offset: int) -> MessageExt:
         """VIEW_MESSAGE_BY_ID: the record at a commit-log offset."""
         response = await self._call(
-            broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(commit_log_offset)}
+            broker_addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=commit_log_offset)
         )
         found = wire.decode_messages(response.body_bytes())
         if not found:
@@ -455,14 +467,10 @@ class AdminClient:
         end_ms: int | None = None,
     ) -> list[MessageExt]:
         """QUERY_MESSAGE by KEYS entry (or by UNIQ_KEY with `unique_key`); [] when nothing matches."""
-        fields = {
-            "topic": topic,
-            "key": key,
-            "maxNum": str(max_num),
-            "beginTimestamp": str(begin_ms),
-            "endTimestamp": str(end_ms if end_ms is not None else 2**62),
-            "_UNIQUE_KEY_QUERY": "true" if unique_key else "false",
-        }
+        fields = QueryMessageRequestHeader(
+            topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms,
+            end_timestamp=end_ms if end_ms is not None else 2**62, unique_key_query=unique_key,
+        )
         response = await self._call(
             broker_addr,
             RequestCode.QUERY_MESSAGE,

@@ -36,6 +36,7 @@ from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExt, MessageExtBrokerInner
 from orbitmq.common.record import decode_record
+from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.errors import ConfigError, OrbitMQError
 from orbitmq.store.api import GetMessageStatus, MessageStore, PutMessageStatus
 from orbitmq.store.config_file import load_with_backup, write_atomically
@@ -44,9 +45,6 @@ from orbitmq.store.paths import store_path
 log = logging.getLogger("orbitmq.broker.schedule")
 
 DELAY_OFFSET_FILE = "delayOffset.json"
-#: Transaction type bits of the sysflag (§5.3): prepared and rollback records never wait.
-_TRANSACTION_TYPE_MASK = 0x0C
-_TRANSACTION_COMMIT = 0x08
 #: Messages read per round from a level's queue.
 _BATCH = 32
 #: Wait before trying a level again after the store refused a delivery.
@@ -82,7 +80,7 @@ def _wall_clock_ms() -> int:
 
 def is_delayable(sys_flag: int) -> bool:
     """Plain and committed messages may wait; prepared and rollback records never do."""
-    return sys_flag & _TRANSACTION_TYPE_MASK in (0, _TRANSACTION_COMMIT)
+    return sys_flag & TRANSACTION_TYPE_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 
 
 def delay_level_of(properties: Mapping[str, str]) -> int:

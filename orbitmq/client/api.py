@@ -19,35 +19,38 @@ from orbitmq.client.routes import TopicRouteData, parse_route
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import iter_records
 from orbitmq.errors import BrokerError, ClientError
-from orbitmq.remoting.codes import RequestCode
+from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import Body, RemotingCommand
+from orbitmq.remoting.header_base import CommandHeader
+from orbitmq.remoting.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetRouteInfoRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    QueryMessageRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
 from orbitmq.remoting.transport import RemotingClient
 
-SUCCESS = 0
-QUERY_NOT_FOUND = 22
 
-
-def _fields(**values: Any) -> dict[str, str]:
-    """Header fields as strings, skipping None (Java flattens only non-null fields)."""
-    out: dict[str, str] = {}
-    for name, value in values.items():
-        if value is None:
-            continue
-        out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-    return out
-
-
-def _check(response: RemotingCommand, ok: Iterable[int] = (SUCCESS,)) -> RemotingCommand:
+def _check(response: RemotingCommand, ok: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
     if response.code not in ok:
         raise BrokerError.for_code(response.code, response.remark)
     return response
-
-
-def _long(response: RemotingCommand, name: str) -> int:
-    value = response.field(name)
-    if value is None:
-        raise ClientError(f"response to request lacks header field {name!r}")
-    return int(value)
 
 
 class MQClientAPI:
@@ -56,13 +59,19 @@ class MQClientAPI:
         self.timeout = timeout
 
     async def invoke(
-        self, addr: str, code: int, fields: dict[str, str] | None = None, body: Body = None,
+        self, addr: str, code: int, fields: CommandHeader | dict[str, str] | None = None, body: Body = None,
         timeout: float | None = None,
     ) -> RemotingCommand:
+        if isinstance(fields, CommandHeader):
+            fields = fields.to_ext_fields()
         cmd = RemotingCommand.request(code, fields, body)
         return await self.remoting.invoke(addr, cmd, self.timeout if timeout is None else timeout)
 
-    async def invoke_oneway(self, addr: str, code: int, fields: dict[str, str] | None = None, body: Body = None) -> None:
+    async def invoke_oneway(
+        self, addr: str, code: int, fields: CommandHeader | dict[str, str] | None = None, body: Body = None
+    ) -> None:
+        if isinstance(fields, CommandHeader):
+            fields = fields.to_ext_fields()
         await self.remoting.invoke_oneway(addr, RemotingCommand.request(code, fields, body, oneway=True))
 
     # --- NameServer ---------------------------------------------------------
@@ -71,12 +80,12 @@ class MQClientAPI:
         """The route of `topic`; `TopicNotExist` (17) when no broker serves it."""
         resp = await self.invoke(
             namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC,
-            _fields(topic=topic, acceptStandardJsonOnly=True), timeout=timeout,
+            GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True), timeout=timeout,
         )
         _check(resp)
         body = resp.body_bytes()
         if not body:
-            raise BrokerError.for_code(17, f"empty route for topic {topic}")
+            raise BrokerError.for_code(ResponseCode.TOPIC_NOT_EXIST, f"empty route for topic {topic}")
         return parse_route(body)
 
     # --- heartbeat and client registration ----------------------------------
@@ -91,11 +100,13 @@ class MQClientAPI:
     ) -> None:
         _check(await self.invoke(
             addr, RequestCode.UNREGISTER_CLIENT,
-            _fields(clientID=client_id, producerGroup=producer_group, consumerGroup=consumer_group),
+            UnregisterClientRequestHeader(
+                client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
+            ),
         ))
 
     async def get_consumer_id_list(self, addr: str, group: str) -> list[str]:
-        resp = _check(await self.invoke(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, _fields(consumerGroup=group)))
+        resp = _check(await self.invoke(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(consumer_group=group)))
         body = resp.body_bytes()
         return [str(c) for c in orjson.loads(body).get("consumerIdList", [])] if body else []
 
@@ -122,10 +133,12 @@ class MQClientAPI:
         """
         _check(await self.invoke(
             addr, RequestCode.CONSUMER_SEND_MSG_BACK,
-            _fields(offset=msg.commit_log_offset, group=group, delayLevel=delay_level, originMsgId=msg.msg_id,
-                    originTopic=msg.topic, unitMode=False, maxReconsumeTimes=max_reconsume_times,
-                    bname=broker_name, orbitmqDelayMs=delay_ms, orbitmqLastError=last_error,
-                    orbitmqAttempts=attempts),
+            ConsumerSendMsgBackRequestHeader(
+                offset=msg.commit_log_offset, group=group, delay_level=delay_level, origin_msg_id=msg.msg_id,
+                origin_topic=msg.topic, unit_mode=False, max_reconsume_times=max_reconsume_times,
+                bname=broker_name, orbitmq_delay_ms=delay_ms, orbitmq_last_error=last_error,
+                orbitmq_attempts=attempts,
+            ),
             timeout=timeout,
         ))
 
@@ -142,10 +155,12 @@ class MQClientAPI:
         """
         resp = await self.invoke(
             addr, RequestCode.PULL_MESSAGE,
-            _fields(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, queueOffset=offset,
-                    maxMsgNums=max_nums, sysFlag=sys_flag, commitOffset=commit_offset,
-                    suspendTimeoutMillis=suspend_ms, subscription=sub_expression, subVersion=sub_version,
-                    expressionType=expression_type, bname=mq.broker_name),
+            PullMessageRequestHeader(
+                consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+                max_msg_nums=max_nums, sys_flag=sys_flag, commit_offset=commit_offset,
+                suspend_timeout_millis=suspend_ms, subscription=sub_expression, sub_version=sub_version,
+                expression_type=expression_type, bname=mq.broker_name,
+            ),
             timeout=timeout,
         )
         status = PULL_STATUS_BY_CODE.get(resp.code)
@@ -159,13 +174,14 @@ class MQClientAPI:
                 messages = list(iter_records(body))
             else:
                 binary = resp.body_bytes()
+        header = PullMessageResponseHeader.from_ext_fields(resp.ext_fields)
         return PullResult(
             status,
-            _long(resp, "nextBeginOffset"),
-            _long(resp, "minOffset"),
-            _long(resp, "maxOffset"),
+            header.next_begin_offset,
+            header.min_offset,
+            header.max_offset,
             messages,
-            suggest_which_broker_id=int(resp.field("suggestWhichBrokerId") or 0),
+            suggest_which_broker_id=header.suggest_which_broker_id,
             message_binary=binary,
         )
 
@@ -175,13 +191,16 @@ class MQClientAPI:
         """The group's stored offset; `QueryNotFound` (22) when none is stored."""
         resp = _check(await self.invoke(
             addr, RequestCode.QUERY_CONSUMER_OFFSET,
-            _fields(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name),
+            QueryConsumerOffsetRequestHeader(
+                consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name
+            ),
         ))
-        return _long(resp, "offset")
+        return QueryConsumerOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset
 
     async def update_consumer_offset(self, addr: str, group: str, mq: MessageQueue, offset: int, oneway: bool) -> None:
-        fields = _fields(consumerGroup=group, topic=mq.topic, queueId=mq.queue_id, commitOffset=offset,
-                         bname=mq.broker_name)
+        fields = UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset, bname=mq.broker_name
+        )
         if oneway:
             await self.invoke_oneway(addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields)
         else:
@@ -189,31 +208,35 @@ class MQClientAPI:
 
     async def get_max_offset(self, addr: str, mq: MessageQueue) -> int:
         resp = _check(await self.invoke(
-            addr, RequestCode.GET_MAX_OFFSET, _fields(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)))
-        return _long(resp, "offset")
+            addr, RequestCode.GET_MAX_OFFSET,
+            GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)))
+        return GetMaxOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset
 
     async def get_min_offset(self, addr: str, mq: MessageQueue) -> int:
         resp = _check(await self.invoke(
-            addr, RequestCode.GET_MIN_OFFSET, _fields(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)))
-        return _long(resp, "offset")
+            addr, RequestCode.GET_MIN_OFFSET,
+            GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)))
+        return GetMinOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
         resp = _check(await self.invoke(
             addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-            _fields(topic=mq.topic, queueId=mq.queue_id, timestamp=timestamp_ms, bname=mq.broker_name)))
-        return _long(resp, "offset")
+            SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms,
+                                      bname=mq.broker_name)))
+        return SearchOffsetResponseHeader.from_ext_fields(resp.ext_fields).offset
 
     async def get_earliest_msg_store_time(self, addr: str, mq: MessageQueue) -> int:
         resp = _check(await self.invoke(
             addr, RequestCode.GET_EARLIEST_MSG_STORETIME,
-            _fields(topic=mq.topic, queueId=mq.queue_id, bname=mq.broker_name)))
-        return _long(resp, "timestamp")
+            GetEarliestMsgStoretimeRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)))
+        return GetEarliestMsgStoretimeResponseHeader.from_ext_fields(resp.ext_fields).timestamp
 
     # --- lookups ----------------------------------------------------------------
 
     async def view_message(self, addr: str, commit_log_offset: int, timeout: float | None = None) -> MessageExt:
         resp = _check(await self.invoke(
-            addr, RequestCode.VIEW_MESSAGE_BY_ID, _fields(offset=commit_log_offset), timeout=timeout))
+            addr, RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset=commit_log_offset),
+            timeout=timeout))
         msgs = list(iter_records(resp.body_bytes()))
         if not msgs:
             raise ClientError(f"broker {addr} returned no message at offset {commit_log_offset}")
@@ -224,10 +247,10 @@ class MQClientAPI:
         timeout: float | None = None,
     ) -> list[MessageExt]:
         """QUERY_MESSAGE by key (or by UNIQ_KEY); [] when the broker finds nothing."""
-        fields = _fields(topic=topic, key=key, maxNum=max_num, beginTimestamp=begin_ms, endTimestamp=end_ms)
-        fields["_UNIQUE_KEY_QUERY"] = "true" if unique_key else "false"
-        resp = await self.invoke(addr, RequestCode.QUERY_MESSAGE, fields, timeout=timeout)
-        if resp.code == QUERY_NOT_FOUND:
+        header = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms,
+                                           end_timestamp=end_ms, unique_key_query=unique_key)
+        resp = await self.invoke(addr, RequestCode.QUERY_MESSAGE, header, timeout=timeout)
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
             return []
         _check(resp)
         return list(iter_records(resp.body_bytes()))
@@ -258,6 +281,8 @@ class MQClientAPI:
     ) -> None:
         _check(await self.invoke(
             addr, RequestCode.UPDATE_AND_CREATE_TOPIC,
-            _fields(topic=topic, defaultTopic=default_topic, readQueueNums=queue_nums, writeQueueNums=queue_nums,
-                    perm=perm, topicFilterType="SINGLE_TAG", topicSysFlag=topic_sys_flag, order=order),
+            CreateTopicRequestHeader(
+                topic=topic, default_topic=default_topic, read_queue_nums=queue_nums, write_queue_nums=queue_nums,
+                perm=perm, topic_filter_type="SINGLE_TAG", topic_sys_flag=topic_sys_flag, order=order,
+            ),
         ))

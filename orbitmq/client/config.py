@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from orbitmq.client.allocate import Averagely, QueueAllocator
+from orbitmq.common import names
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import CLIENT_TLS_KEYS, TlsSettings
 
@@ -97,7 +98,7 @@ def tls_settings(value: TlsSettings | Mapping[str, str] | None) -> TlsSettings |
 class ProducerConfig(ClientConfig):
     group: str = "DEFAULT_PRODUCER"
     #: Template topic for auto-created topics (createTopicKey) and its queue count.
-    create_topic_key: str = "TBW102"
+    create_topic_key: str = names.AUTO_CREATE_TOPIC_KEY_TOPIC
     default_topic_queue_nums: int = 4
     send_msg_timeout_ms: int = 3_000
     #: Bodies of at least this many bytes are zlib-compressed (§5.4).

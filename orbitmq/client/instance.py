@@ -48,6 +48,7 @@ from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import ResetOffsetRequestHeader
 from orbitmq.remoting.transport import RemotingClient
 
 log = logging.getLogger(__name__)
@@ -427,9 +428,8 @@ class ClientInstance:
     async def _on_reset_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand | None:
         from orbitmq.client.offset_reset import parse_reset_body
 
-        group = request.field("group") or ""
-        topic = request.field("topic") or ""
-        consumer = self.consumers.get(group)
+        header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        consumer = self.consumers.get(header.group)
         if consumer is not None and request.body is not None:
-            await consumer.on_offset_reset(topic, parse_reset_body(request.body_bytes()))
+            await consumer.on_offset_reset(header.topic, parse_reset_body(request.body_bytes()))
         return None if request.is_oneway else request.response()

@@ -40,12 +40,10 @@ from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, RemotingError
+from orbitmq.remoting.sysflag import PullSysFlag
 
 log = logging.getLogger(__name__)
 
-PULL_FLAG_SUSPEND = 0x2
-PULL_FLAG_SUBSCRIPTION = 0x4
-PULL_FLAG_LITE_PULL = 0x10
 
 
 class _Batch(NamedTuple):
@@ -264,7 +262,7 @@ class LitePullConsumer(ClientService):
             try:
                 result = await self.pulling.pull(
                     mq, sd, offset, cfg.pull_batch_size,
-                    PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION | PULL_FLAG_LITE_PULL, 0,
+                    PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION | PullSysFlag.LITE_PULL_MESSAGE, 0,
                     cfg.broker_suspend_max_time_ms, cfg.consumer_timeout_when_suspend_ms / 1000,
                     send_expression=True,
                 )

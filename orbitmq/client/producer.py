@@ -49,9 +49,11 @@ from orbitmq.client.selector import QueueSelector
 from orbitmq.client.service import ClientService
 from orbitmq.client.trace_dispatch import SendTracer, TraceDispatcher, pop_trace_options
 from orbitmq.client.validation import check_batch, check_body, check_group, check_message
+from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message, MessageExt
 from orbitmq.common.msgid import UniqueIdGenerator
+from orbitmq.common.sysflag import COMPRESSED, TRANSACTION_PREPARED_TYPE
 from orbitmq.errors import (
     BrokerError,
     ClientError,
@@ -61,9 +63,8 @@ from orbitmq.errors import (
     RequestTimeout,
 )
 from orbitmq.remoting.codes import RequestCode
-
-COMPRESSED_FLAG = 0x1
-TRANSACTION_PREPARED_TYPE = 0x4
+from orbitmq.remoting.header_base import parse_int
+from orbitmq.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader
 
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
@@ -357,35 +358,36 @@ class Producer(ClientService):
             if len(body) >= self.config.compress_msg_body_over_howmuch:
                 try:
                     body = zlib.compress(body, self.config.compress_level)
-                    sys_flag |= COMPRESSED_FLAG
+                    sys_flag |= COMPRESSED
                 except zlib.error:
                     body = msg.body  # as Java: send uncompressed without the flag
             if props.get(mc.TRANSACTION_PREPARED) == "true":
                 sys_flag |= TRANSACTION_PREPARED_TYPE
             msg_id = msg.unique_key or ""
-        fields = {
-            "a": self.group,
-            "b": mq.topic,
-            "c": self.config.create_topic_key,
-            "d": str(self.config.default_topic_queue_nums),
-            "e": str(mq.queue_id),
-            "f": str(sys_flag),
-            "g": str(int(time.time() * 1000)),
-            "h": str(flag),
-            "j": "0",
-            "k": "false",
-            "m": "true" if batch else "false",
-            "n": mq.broker_name,
-        }
-        if mq.topic.startswith("%RETRY%"):
+        header = SendMessageRequestHeader(
+            producer_group=self.group,
+            topic=mq.topic,
+            default_topic=self.config.create_topic_key,
+            default_topic_queue_nums=self.config.default_topic_queue_nums,
+            queue_id=mq.queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(time.time() * 1000),
+            flag=flag,
+            reconsume_times=0,
+            unit_mode=False,
+            batch=batch,
+            bname=mq.broker_name,
+        )
+        if names.is_retry_topic(mq.topic):
             # Retry bookkeeping travels in the header, not in the stored properties.
             reconsume = props.pop(mc.RECONSUME_TIME, None)
             if reconsume is not None:
-                fields["j"] = reconsume
+                header.reconsume_times = parse_int(reconsume, mc.RECONSUME_TIME)
             max_times = props.pop(mc.MAX_RECONSUME_TIMES, None)
             if max_times is not None:
-                fields["l"] = max_times
-        fields["i"] = mc.encode_properties(props)
+                header.max_reconsume_times = parse_int(max_times, mc.MAX_RECONSUME_TIMES)
+        header.properties = mc.encode_properties(props)
+        fields = header.to_compact_fields()
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         if not batch and request_reply.is_reply(props):
             code = RequestCode.SEND_REPLY_MESSAGE_V2  # the broker pushes it to the requester (§6.9)
@@ -404,15 +406,15 @@ class Producer(ClientService):
         status = SEND_STATUS_BY_CODE.get(resp.code)
         if status is None:
             raise BrokerError.for_code(resp.code, resp.remark)
-        queue_id = int(resp.field("queueId") or mq.queue_id)
+        header = SendMessageResponseHeader.from_ext_fields(resp.ext_fields)
         result = SendResult(
             status=status,
             msg_id=msg_id,
-            offset_msg_id=resp.field("msgId") or "",
-            message_queue=MessageQueue(mq.topic, mq.broker_name, queue_id),
-            queue_offset=int(resp.field("queueOffset") or -1),
-            region_id=resp.field("MSG_REGION") or "DefaultRegion",
-            trace_on=resp.field("TRACE_ON") != "false",
+            offset_msg_id=header.msg_id,
+            message_queue=MessageQueue(mq.topic, mq.broker_name, header.queue_id),
+            queue_offset=header.queue_offset,
+            region_id=header.msg_region or "DefaultRegion",
+            trace_on=resp.field("TRACE_ON") != "false",  # as Java reads it: only "false" turns tracing off
         )
         if self._tracer is not None and not batch:
             self._tracer.sent(msgs[0], result, addr, started)  # buffered; sent by the trace dispatcher

@@ -30,9 +30,8 @@ from orbitmq.client.validation import check_group
 from orbitmq.common.filter import SubscriptionData
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import ClientError
+from orbitmq.remoting.sysflag import PullSysFlag
 
-PULL_FLAG_SUSPEND = 0x2
-PULL_FLAG_SUBSCRIPTION = 0x4
 #: A non-blocking pull still asks the broker to hold it this long at most (DefaultMQPullConsumer's 20 s).
 BLOCK_SUSPEND_MS = 20_000
 
@@ -145,7 +144,7 @@ class PullConsumer(ClientService):
         sd = self._subs.get(key)
         if sd is None:
             sd = self._subs[key] = subscription_data(mq.topic, expression)
-        sys_flag = PULL_FLAG_SUBSCRIPTION | (PULL_FLAG_SUSPEND if suspend_ms else 0)
+        sys_flag = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms else 0)
         return await self.pulling.pull(mq, sd, offset, max_nums, sys_flag, 0, suspend_ms, timeout,
                                        send_expression=True)
 

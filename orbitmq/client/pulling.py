@@ -24,6 +24,7 @@ from orbitmq.client.lookups import Lookups
 from orbitmq.client.offset_store import OFFSET_NOT_FOUND, OffsetStore, ReadOffsetType
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult, PullStatus
+from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.filter import SubscriptionData
 from orbitmq.common.message import MessageExt
@@ -66,7 +67,7 @@ async def compute_pull_from_where(
     if stored != OFFSET_NOT_FOUND:
         return -1
     where = config.consume_from_where
-    is_retry = mq.topic.startswith("%RETRY%")
+    is_retry = names.is_retry_topic(mq.topic)
     try:
         if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             return 0
@@ -199,4 +200,4 @@ class PullHelper:
         elif delay_ms is not None:
             props[mc.DELAY_TIME_LEVEL] = str(delay_level)
             props[mc.TIMER_DELAY_MS] = str(delay_ms)  # a broker with a timer serves this one
-        return MessageExt(topic=f"%RETRY%{self.group}", body=msg.body, flag=msg.flag, properties=props)
+        return MessageExt(topic=names.retry_topic(self.group), body=msg.body, flag=msg.flag, properties=props)

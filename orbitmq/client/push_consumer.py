@@ -51,21 +51,16 @@ from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner,
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
 from orbitmq.common.message import MessageExt
+from orbitmq.common.names import retry_topic
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, RemotingError
+from orbitmq.remoting.codes import ResponseCode
+from orbitmq.remoting.sysflag import PullSysFlag
 
 log = logging.getLogger(__name__)
 
-PULL_FLAG_COMMIT_OFFSET = 0x1
-PULL_FLAG_SUSPEND = 0x2
-PULL_FLAG_SUBSCRIPTION = 0x4
-FLOW_CONTROL_CODE = 215
 SHUTDOWN_GRACE_S = 5.0
 #: Pull answers meaning the broker does not know our subscription (SUBSCRIPTION_NOT_EXIST, _NOT_LATEST).
-SUBSCRIPTION_UNKNOWN_CODES = frozenset({24, 25})
-
-
-def retry_topic(group: str) -> str:
-    return f"%RETRY%{group}"
+SUBSCRIPTION_UNKNOWN_CODES = frozenset({ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_NOT_LATEST})
 
 
 class PushConsumer(ClientService):
@@ -325,14 +320,14 @@ class PushConsumer(ClientService):
                 continue
             pulled_at = time.monotonic()
             pq.last_pull_ms = int(pulled_at * 1000)
-            sys_flag = PULL_FLAG_SUSPEND
+            sys_flag = PullSysFlag.SUSPEND
             commit_offset = 0
             if self.clustering:
                 commit_offset = max(await self.offset_store.read_offset(mq, ReadOffsetType.MEMORY), 0)
                 if commit_offset > 0:
-                    sys_flag |= PULL_FLAG_COMMIT_OFFSET
+                    sys_flag |= PullSysFlag.COMMIT_OFFSET
             if cfg.post_subscription_when_pull:
-                sys_flag |= PULL_FLAG_SUBSCRIPTION
+                sys_flag |= PullSysFlag.SUBSCRIPTION
             try:
                 result = await self.pulling.pull(
                     mq, sd, offset, cfg.pull_batch_size, sys_flag, commit_offset, cfg.broker_suspend_max_time_ms,
@@ -342,7 +337,7 @@ class PushConsumer(ClientService):
             except asyncio.CancelledError:
                 raise
             except BrokerError as exc:
-                delay_s = 0.02 if exc.code == FLOW_CONTROL_CODE else cfg.pull_time_delay_ms_when_exception / 1000
+                delay_s = 0.02 if exc.code == ResponseCode.FLOW_CONTROL else cfg.pull_time_delay_ms_when_exception / 1000
                 log.info("pull of %s failed: %s", mq, exc)
                 if exc.code in SUBSCRIPTION_UNKNOWN_CODES:
                     # A restarted broker forgot us; tell it now rather than at the next 30 s heartbeat.

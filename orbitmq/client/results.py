@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.pull import PullResult, PullStatus
+from orbitmq.remoting.codes import ResponseCode
 
 
 class SendStatus(str, enum.Enum):
@@ -23,10 +24,10 @@ class SendStatus(str, enum.Enum):
 
 #: Broker response codes that mean "stored" (§3.1), with the status they map to.
 SEND_STATUS_BY_CODE: dict[int, SendStatus] = {
-    0: SendStatus.SEND_OK,
-    10: SendStatus.FLUSH_DISK_TIMEOUT,
-    12: SendStatus.FLUSH_SLAVE_TIMEOUT,
-    11: SendStatus.SLAVE_NOT_AVAILABLE,
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
 
 
@@ -45,10 +46,10 @@ class SendResult:
 
 #: Pull response codes and what they mean to a client (§3.2).
 PULL_STATUS_BY_CODE: dict[int, PullStatus] = {
-    0: PullStatus.FOUND,
-    19: PullStatus.NO_NEW_MSG,
-    20: PullStatus.NO_MATCHED_MSG,
-    21: PullStatus.OFFSET_ILLEGAL,
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
 
 

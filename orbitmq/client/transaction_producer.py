@@ -51,10 +51,12 @@ from orbitmq.common import properties as mc
 from orbitmq.common.message import Message as _AnyMessage
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
-from orbitmq.errors import ClientError, MessageValidationError, OrbitMQError
+from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from orbitmq.errors import ClientError, HeaderError, MessageValidationError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +71,9 @@ class LocalTransactionState(str, enum.Enum):
 
 #: commitOrRollback values of END_TRANSACTION (the sysflag transaction types).
 _WIRE_STATE = {
-    LocalTransactionState.COMMIT_MESSAGE: 8,
-    LocalTransactionState.ROLLBACK_MESSAGE: 12,
-    LocalTransactionState.UNKNOW: 0,
+    LocalTransactionState.COMMIT_MESSAGE: TRANSACTION_COMMIT_TYPE,
+    LocalTransactionState.ROLLBACK_MESSAGE: TRANSACTION_ROLLBACK_TYPE,
+    LocalTransactionState.UNKNOW: TRANSACTION_NOT_TYPE,
 }
 
 StateAnswer = LocalTransactionState | str | None
@@ -166,17 +168,12 @@ class TransactionProducer(Producer):
         except (ValueError, OrbitMQError) as exc:
             log.warning("cannot end transaction %s (%s); the broker will check it", result.msg_id, exc)
             return
-        fields = {
-            "producerGroup": self.group,
-            "tranStateTableOffset": str(result.queue_offset),
-            "commitLogOffset": str(commit_log_offset),
-            "commitOrRollback": str(_WIRE_STATE[state]),
-            "fromTransactionCheck": "false",
-            "msgId": result.msg_id,
-            "transactionId": result.msg_id,
-            "bname": result.message_queue.broker_name,
-        }
-        cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, fields, oneway=True)
+        fields = EndTransactionRequestHeader(
+            producer_group=self.group, tran_state_table_offset=result.queue_offset,
+            commit_log_offset=commit_log_offset, commit_or_rollback=_WIRE_STATE[state], from_transaction_check=False,
+            msg_id=result.msg_id, transaction_id=result.msg_id, bname=result.message_queue.broker_name,
+        )
+        cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, fields.to_ext_fields(), oneway=True)
         if error is not None:
             cmd.remark = f"executeLocalTransactionBranch exception: {error}"
         try:
@@ -194,7 +191,12 @@ class TransactionProducer(Producer):
 
     async def _answer_check(self, fields: dict[str, str], msg: MessageExt, peer: Peer) -> None:
         uniq = msg.unique_key or msg.msg_id
-        msg.transaction_id = fields.get("transactionId") or uniq
+        try:
+            check = CheckTransactionStateRequestHeader.from_ext_fields(fields)
+        except HeaderError as exc:
+            log.warning("CHECK_TRANSACTION_STATE of %s from %s not answered: %s", uniq, peer.addr, exc)
+            return
+        msg.transaction_id = check.transaction_id or uniq
         error: BaseException | None = None
         try:
             if self.listener is None:
@@ -203,16 +205,12 @@ class TransactionProducer(Producer):
         except Exception as exc:  # answered UNKNOW; the broker asks again next round
             log.warning("check of transaction %s raised; answering UNKNOW", uniq, exc_info=True)
             error, state = exc, LocalTransactionState.UNKNOW
-        answer = {
-            "producerGroup": self.group,
-            "tranStateTableOffset": fields.get("tranStateTableOffset", "0"),
-            "commitLogOffset": fields.get("commitLogOffset", "0"),
-            "commitOrRollback": str(_WIRE_STATE[state]),
-            "fromTransactionCheck": "true",
-            "msgId": uniq,
-            "transactionId": msg.transaction_id or uniq,
-        }
-        cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, answer, oneway=True)
+        answer = EndTransactionRequestHeader(
+            producer_group=self.group, tran_state_table_offset=check.tran_state_table_offset,
+            commit_log_offset=check.commit_log_offset, commit_or_rollback=_WIRE_STATE[state],
+            from_transaction_check=True, msg_id=uniq, transaction_id=msg.transaction_id or uniq,
+        )
+        cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, answer.to_ext_fields(), oneway=True)
         if error is not None:
             cmd.remark = f"checkLocalTransactionState exception: {error}"
         if self.instance.acl_credentials is not None:  # sent on the broker's connection, not our signing client

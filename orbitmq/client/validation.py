@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from orbitmq.common import names
 from orbitmq.common.message import Message
 from orbitmq.errors import MessageValidationError
 
@@ -28,7 +29,6 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
         "OFFSET_MOVED_EVENT",
     }
 )
-DEFAULT_TOPIC = "TBW102"
 
 def check_topic(topic: str) -> None:
     if not topic or not topic.strip():
@@ -45,7 +45,7 @@ def check_send_topic(topic: str) -> None:
     check_topic(topic)
     if topic in NOT_ALLOWED_SEND_TOPICS:
         raise MessageValidationError(f"Sending message to topic[{topic}] is forbidden.")
-    if topic == DEFAULT_TOPIC:
+    if topic == names.AUTO_CREATE_TOPIC_KEY_TOPIC:
         raise MessageValidationError(f"The topic[{topic}] is conflict with default topic.")
 
 
@@ -87,7 +87,7 @@ def check_batch(msgs: Iterable[Message]) -> list[Message]:
     for msg in batch:
         if msg.delay_time_level > 0:
             raise MessageValidationError("TimeDelayLevel is not supported for batching")
-        if msg.topic.startswith("%RETRY%"):
+        if names.is_retry_topic(msg.topic):
             raise MessageValidationError("Retry Group is not supported for batching")
         if msg.topic != first.topic:
             raise MessageValidationError("The topic of the messages in one batch should be the same")

@@ -19,11 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from orbitmq.common import properties as mc
+from orbitmq.common.sysflag import TRANSACTION_TYPE_MASK
 from orbitmq.errors import MessageValidationError
 
-# Transaction type bits of the sysflag (§5.3); duplicated from record.py's
-# table to keep this module free of the codec.
-_TRANSACTION_TYPE_MASK = 0x0C
+
+def waits_for_store(wait: str | None) -> bool:
+    """What a WAIT property value means (Message.isWaitStoreMsgOK): absent or "true" in any case."""
+    return wait is None or wait.lower() == "true"
 
 
 @dataclass(slots=True)
@@ -84,8 +86,7 @@ class Message:
     @property
     def wait_store_msg_ok(self) -> bool:
         """Absent means true; otherwise Java's `Boolean.parseBoolean` (only "true", any case, is true)."""
-        raw = self.properties.get(mc.WAIT_STORE_MSG_OK)
-        return raw is None or raw.lower() == "true"
+        return waits_for_store(self.properties.get(mc.WAIT_STORE_MSG_OK))
 
     @wait_store_msg_ok.setter
     def wait_store_msg_ok(self, value: bool) -> None:
@@ -160,7 +161,7 @@ class MessageExt(Message):
     @property
     def transaction_type(self) -> int:
         """The sysflag's transaction bits: 0, 0x4 prepared, 0x8 commit, 0xC rollback."""
-        return self.sys_flag & _TRANSACTION_TYPE_MASK
+        return self.sys_flag & TRANSACTION_TYPE_MASK
 
 
 @dataclass(slots=True)
@@ -175,10 +176,19 @@ class MessageExtBrokerInner(MessageExt):
 
     properties_string: str = ""
     tags_code: int = 0
+    #: Whether the put is answered only once flushed (SYNC_FLUSH) and replicated (SYNC_MASTER). The send
+    #: path sets it from the producer's WAIT, which it leaves out of the stored properties (as 4.9.7
+    #: does); None: as the WAIT property says (messages the broker re-puts from stored ones).
+    wait_store: bool | None = None
 
     def refresh_properties_string(self) -> None:
         """Re-encode `properties` into `properties_string`."""
         self.properties_string = mc.encode_properties(self.properties)
+
+    @property
+    def waits_for_store(self) -> bool:
+        """`wait_store`, else the WAIT property (absent or "true" means wait)."""
+        return self.wait_store_msg_ok if self.wait_store is None else self.wait_store
 
 
 @dataclass(slots=True)
@@ -201,6 +211,8 @@ class MessageExtBatch:
     store_timestamp: int = 0
     reconsume_times: int = 0
     flag: int = 0
+    #: The batch's WAIT (kept in `properties_string` too, as 4.9.7 stores it): answer once flushed.
+    wait_store: bool = True
 
     @property
     def properties(self) -> dict[str, str]:

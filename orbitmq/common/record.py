@@ -35,6 +35,16 @@ from typing import Final, NamedTuple
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message, MessageExt
 from orbitmq.common.msgid import format_host, offset_msg_id_from_bytes, parse_host
+from orbitmq.common.sysflag import (
+    BORNHOST_V6,
+    COMPRESSED,
+    COMPRESSION_LZ4,
+    COMPRESSION_TYPE_MASK,
+    COMPRESSION_ZLIB,
+    COMPRESSION_ZSTD,
+    HOST_V6_BITS,
+    STOREHOST_V6,
+)
 from orbitmq.errors import CorruptRecord
 
 Buffer = bytes | bytearray | memoryview
@@ -43,22 +53,6 @@ MAGIC_V1: Final = -626843481  # 0xDAA320A7
 MAGIC_V2: Final = -626843477  # 0xDAA320AB, 5.x records with a two-byte topic length
 BLANK_MAGIC: Final = -875286124  # 0xCBD43194, end-of-file filler in the CommitLog
 
-# SYSFLAG bits (§5.3).
-COMPRESSED: Final = 0x1
-MULTI_TAGS: Final = 0x2
-TRANSACTION_NOT_TYPE: Final = 0x0
-TRANSACTION_PREPARED_TYPE: Final = 0x4
-TRANSACTION_COMMIT_TYPE: Final = 0x8
-TRANSACTION_ROLLBACK_TYPE: Final = 0xC
-TRANSACTION_TYPE_MASK: Final = 0xC
-BORNHOST_V6: Final = 0x10
-STOREHOST_V6: Final = 0x20
-NEED_UNWRAP: Final = 0x40
-INNER_BATCH: Final = 0x80
-COMPRESSION_TYPE_MASK: Final = 0x700
-COMPRESSION_LZ4: Final = 0x100
-COMPRESSION_ZSTD: Final = 0x200
-COMPRESSION_ZLIB: Final = 0x300
 
 MAX_TOPIC_BYTES_V1: Final = 127
 
@@ -89,13 +83,12 @@ def _middle(born_ip_len: int, store_ip_len: int) -> struct.Struct:
 
 
 # The fixed part after the prefix, by the SYSFLAG host bits.
-_MIDDLE_BY_HOST_BITS: Final = {
+_MIDDLE_BYHOST_V6_BITS: Final = {
     0: _middle(4, 4),
     BORNHOST_V6: _middle(16, 4),
     STOREHOST_V6: _middle(4, 16),
     BORNHOST_V6 | STOREHOST_V6: _middle(16, 16),
 }
-_HOST_BITS = BORNHOST_V6 | STOREHOST_V6
 _PREFIX_SIZE = RECORD_PREFIX.size  # 40
 _U8 = struct.Struct(">B")
 _U16 = struct.Struct(">H")
@@ -168,7 +161,7 @@ def encode_record_into(
     """
     born = parse_host(born_host)
     store = parse_host(store_host)
-    sys_flag &= ~_HOST_BITS
+    sys_flag &= ~HOST_V6_BITS
     if len(born.ip) == 16:
         sys_flag |= BORNHOST_V6
     if len(store.ip) == 16:
@@ -186,7 +179,7 @@ def encode_record_into(
     RECORD_PREFIX.pack_into(
         buf, pos, total, MAGIC_V1, crc, queue_id, flag, queue_offset, physical_offset, sys_flag
     )
-    middle = _MIDDLE_BY_HOST_BITS[sys_flag & _HOST_BITS]
+    middle = _MIDDLE_BYHOST_V6_BITS[sys_flag & HOST_V6_BITS]
     p = pos + _PREFIX_SIZE
     middle.pack_into(
         buf, p, born_timestamp, born.ip, born.port, store_timestamp, store.ip, store.port,
@@ -246,7 +239,7 @@ def decode_record(buf: Buffer, pos: int = 0, *, with_body: bool = True, decompre
             raise CorruptRecord(f"bad magic code {magic & 0xFFFFFFFF:#010x} at {pos}")
         if total < MIN_RECORD_SIZE or pos + total > end_of_buf:
             raise CorruptRecord(f"record size {total} at {pos} does not fit the {end_of_buf - pos} bytes left")
-        middle = _MIDDLE_BY_HOST_BITS[sys_flag & _HOST_BITS]
+        middle = _MIDDLE_BYHOST_V6_BITS[sys_flag & HOST_V6_BITS]
         (born_ts, born_ip, born_port, store_ts, store_ip, store_port, reconsume, prepared, body_len) = (
             middle.unpack_from(buf, pos + _PREFIX_SIZE)
         )
@@ -338,7 +331,7 @@ def check_record(buf: Buffer, pos: int = 0, *, check_crc: bool = False) -> int:
             raise CorruptRecord(f"bad magic code {magic & 0xFFFFFFFF:#010x} at {pos}")
         if total < MIN_RECORD_SIZE or pos + total > len(buf):
             raise CorruptRecord(f"record size {total} at {pos} does not fit the {len(buf) - pos} bytes left")
-        middle = _MIDDLE_BY_HOST_BITS[sys_flag & _HOST_BITS]
+        middle = _MIDDLE_BYHOST_V6_BITS[sys_flag & HOST_V6_BITS]
         body_start = pos + _PREFIX_SIZE + middle.size
         (body_len,) = _I32.unpack_from(buf, body_start - 4)
         p = body_start + body_len

@@ -18,13 +18,14 @@ import zlib
 from collections.abc import Awaitable, Callable
 
 from orbitmq.common.javaprops import parse_properties
-from orbitmq.errors import ConfigError, HeaderError
+from orbitmq.errors import ConfigError
 from orbitmq.namesrv import bodies
 from orbitmq.namesrv.config import NamesrvConfig, format_properties
 from orbitmq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
 from orbitmq.namesrv.routes import BrokerRegistration, DataVersion, RouteTable, TopicConfig, TopicRouteData
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.header_base import parse_long
 from orbitmq.remoting.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -57,12 +58,9 @@ VERSION_STANDARD_ROUTE_JSON = 401
 def _heartbeat_timeout(request: RemotingCommand) -> int | None:
     """`heartbeatTimeoutMillis`, which 5.x brokers add to REGISTER_BROKER; None when absent."""
     raw = request.field("heartbeatTimeoutMillis")
-    if raw is None:
+    if not raw:
         return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise HeaderError(f"the custom field <heartbeatTimeoutMillis> is not a number: {raw!r}") from None
+    value = parse_long(raw, "heartbeatTimeoutMillis")  # a Long in 5.x's RegisterBrokerRequestHeader
     return value if value > 0 else None
 
 

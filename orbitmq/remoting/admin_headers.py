@@ -53,11 +53,6 @@ class GetConsumerConnectionListRequestHeader(CommandHeader):
 
 
 @header
-class GetProducerConnectionListRequestHeader(CommandHeader):
-    producer_group: str
-
-
-@header
 class GetConsumeStatsRequestHeader(CommandHeader):
     consumer_group: str
     topic: str | None = None
@@ -231,60 +226,8 @@ class GetTopicsByClusterRequestHeader(CommandHeader):
     cluster: str
 
 
-
 # --- further admin requests (mqadmin) -------------------------------------------------------------
-
-
-@header
-class CloneGroupOffsetRequestHeader(CommandHeader):
-    src_group: str
-    dest_group: str
-    topic: str | None = None
-    offline: bool = False
-
-
-@header
-class QueryConsumeTimeSpanRequestHeader(CommandHeader):
-    topic: str
-    group: str
-
-
-@header
-class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
-    topic: str
-
-
-@header
-class QueryCorrectionOffsetHeader(CommandHeader):
-    compare_group: str
-    topic: str
-    filter_groups: str | None = None  # comma-separated
-
-
-@header
-class GetConsumeStatsInBrokerHeader(CommandHeader):
-    is_order: bool
-
-
-@header
-class QueryConsumeQueueRequestHeader(CommandHeader):
-    # Java primitives without @CFNotNull: optional on the wire, zero when absent.
-    topic: str | None = None
-    queue_id: int = 0
-    index: Long = 0
-    count: int = 0
-    consumer_group: str | None = None
-
-
-@header
-class ViewBrokerStatsDataRequestHeader(CommandHeader):
-    stats_name: str
-    stats_key: str
-
-
-@header
-class ResumeCheckHalfMessageRequestHeader(CommandHeader):
-    msg_id: str | None = None
+# The broker reads the other mqadmin headers' string fields by hand (broker/handlers/fields.py).
 
 
 @header

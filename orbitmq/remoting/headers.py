@@ -20,7 +20,6 @@ from typing import ClassVar
 from orbitmq.remoting.admin_headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
-    CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
     DeleteKVConfigRequestHeader,
@@ -31,103 +30,88 @@ from orbitmq.remoting.admin_headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumerStatusRequestHeader,
-    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
-    GetProducerConnectionListRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
     GetTopicStatsInfoRequestHeader,
     PutKVConfigRequestHeader,
-    QueryConsumeQueueRequestHeader,
-    QueryConsumeTimeSpanRequestHeader,
-    QueryCorrectionOffsetHeader,
     QueryDataVersionRequestHeader,
     QueryDataVersionResponseHeader,
-    QueryTopicConsumeByWhoRequestHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
     ReplyMessageRequestHeader,
     ResetOffsetRequestHeader,
-    ResumeCheckHalfMessageRequestHeader,
     UnRegisterBrokerRequestHeader,
     UnregisterClientRequestHeader,
-    ViewBrokerStatsDataRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
-from orbitmq.remoting.header_base import CommandHeader, Long, header
+from orbitmq.remoting.header_base import CommandHeader, Long, header, parser
 
 # --- send (§3.1) -------------------------------------------------------------------------
 
 
 @header
 class SendMessageRequestHeader(CommandHeader):
-    producer_group: str
+    """The send header, in both wire forms.
+
+    SEND_MESSAGE (10) and SEND_REPLY_MESSAGE (324) carry it under its field
+    names (`from_ext_fields`/`to_ext_fields`); SEND_MESSAGE_V2 (310),
+    SEND_BATCH_MESSAGE (320) and SEND_REPLY_MESSAGE_V2 (325) as Java's
+    SendMessageRequestHeaderV2, the same fields under one-letter keys
+    (`from_compact_fields`/`to_compact_fields`, `parse_send_header`).
+
+    Java requires producerGroup, defaultTopic, defaultTopicQueueNums, sysFlag,
+    bornTimestamp and flag too; the broker reads them as absent (a number as
+    its default here) instead, as OrbitMQ always has. Every producer sends them.
+    """
+
+    producer_group: str | None = None
     topic: str
-    default_topic: str
-    default_topic_queue_nums: int
+    default_topic: str | None = None
+    default_topic_queue_nums: int = 4
     queue_id: int
-    sys_flag: int
-    born_timestamp: Long
-    flag: int
+    sys_flag: int = 0
+    born_timestamp: Long = 0
+    flag: int = 0
     properties: str | None = None
     reconsume_times: int | None = None
-    unit_mode: bool = False
-    batch: bool = False
+    unit_mode: bool | None = False  # Boolean in V2; the 4.9.7 producer always sends it
+    batch: bool | None = False
     max_reconsume_times: int | None = None
     bname: str | None = None
 
-    def to_v2(self) -> SendMessageRequestHeaderV2:
-        """The compact twin, as the Java producer sends with SEND_MESSAGE_V2."""
-        return SendMessageRequestHeaderV2(
-            a=self.producer_group, b=self.topic, c=self.default_topic, d=self.default_topic_queue_nums,
-            e=self.queue_id, f=self.sys_flag, g=self.born_timestamp, h=self.flag, i=self.properties,
-            j=self.reconsume_times, k=self.unit_mode, l=self.max_reconsume_times, m=self.batch, n=self.bname,
-        )
+    COMPACT_NAMES: ClassVar[Mapping[str, str]] = {
+        "producer_group": "a", "topic": "b", "default_topic": "c", "default_topic_queue_nums": "d",
+        "queue_id": "e", "sys_flag": "f", "born_timestamp": "g", "flag": "h", "properties": "i",
+        "reconsume_times": "j", "unit_mode": "k", "max_reconsume_times": "l", "batch": "m", "bname": "n",
+    }
 
 
-@header
-class SendMessageRequestHeaderV2(CommandHeader):
-    """SendMessageRequestHeader under one-letter keys (codes 310, 320, 325)."""
-
-    a: str  # producerGroup
-    b: str  # topic
-    c: str  # defaultTopic
-    d: int  # defaultTopicQueueNums
-    e: int  # queueId
-    f: int  # sysFlag
-    g: Long  # bornTimestamp
-    h: int  # flag
-    i: str | None = None  # properties
-    j: int | None = None  # reconsumeTimes
-    k: bool | None = False  # unitMode (Boolean in Java; the 4.9.7 producer always sends it)
-    l: int | None = None  # maxReconsumeTimes
-    m: bool | None = False  # batch
-    n: str | None = None  # bname
-
-    def to_v1(self) -> SendMessageRequestHeader:
-        """The long form the broker works with."""
-        return SendMessageRequestHeader(
-            producer_group=self.a, topic=self.b, default_topic=self.c, default_topic_queue_nums=self.d,
-            queue_id=self.e, sys_flag=self.f, born_timestamp=self.g, flag=self.h, properties=self.i,
-            reconsume_times=self.j, unit_mode=bool(self.k), batch=bool(self.m),
-            max_reconsume_times=self.l, bname=self.n,
-        )
+def is_compact_send(fields: Mapping[str, str] | None) -> bool:
+    """Whether a send's extFields use the V2 letters (the broker accepts either form under any send code)."""
+    return fields is not None and "b" in fields and "topic" not in fields
 
 
-_V2_CODES = frozenset((RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2))
+def send_topic(fields: Mapping[str, str] | None) -> str:
+    """The topic a send names, read as `parse_send_header` reads it, without parsing the rest ("" when absent)."""
+    if not fields:
+        return ""
+    return (fields.get("b") if is_compact_send(fields) else fields.get("topic")) or ""
+
+
+_parse_send_compact = parser(SendMessageRequestHeader, compact=True)
+_parse_send = parser(SendMessageRequestHeader)
 
 
 def parse_send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     """The send header of a SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE or SEND_REPLY_MESSAGE(_V2) request."""
-    if request.code in _V2_CODES:
-        return SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
-    return SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+    fields = request.ext_fields
+    return _parse_send_compact(fields) if is_compact_send(fields) else _parse_send(fields)
 
 
 @header
@@ -215,6 +199,11 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
     unit_mode: bool = False
     max_reconsume_times: int | None = None
     bname: str | None = None
+    # OrbitMQ's own fields (Java brokers ignore unknown keys): a delay in ms, the consumer's last
+    # error text and its attempts so far, recorded and served by an OrbitMQ broker.
+    orbitmq_delay_ms: Long | None = None
+    orbitmq_last_error: str | None = None
+    orbitmq_attempts: int | None = None
 
 
 # --- transactions (§3.6) ----------------------------------------------------------------------
@@ -320,7 +309,6 @@ __all__ = [
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
     "CheckTransactionStateRequestHeader",
-    "CloneGroupOffsetRequestHeader",
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
@@ -331,7 +319,6 @@ __all__ = [
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
     "GetBrokerConfigResponseHeader",
-    "GetConsumeStatsInBrokerHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
     "GetConsumerListByGroupRequestHeader",
@@ -346,7 +333,6 @@ __all__ = [
     "GetMaxOffsetResponseHeader",
     "GetMinOffsetRequestHeader",
     "GetMinOffsetResponseHeader",
-    "GetProducerConnectionListRequestHeader",
     "GetRouteInfoRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",
@@ -355,33 +341,28 @@ __all__ = [
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",
-    "QueryConsumeQueueRequestHeader",
-    "QueryConsumeTimeSpanRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
-    "QueryCorrectionOffsetHeader",
     "QueryDataVersionRequestHeader",
     "QueryDataVersionResponseHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
-    "QueryTopicConsumeByWhoRequestHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "ReplyMessageRequestHeader",
     "ResetOffsetRequestHeader",
-    "ResumeCheckHalfMessageRequestHeader",
     "SearchOffsetRequestHeader",
     "SearchOffsetResponseHeader",
     "SendMessageRequestHeader",
-    "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
     "UnRegisterBrokerRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
-    "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",
     "header",
+    "is_compact_send",
     "parse_send_header",
+    "send_topic",
 ]

@@ -26,18 +26,18 @@ from typing import Any, Self, TypeVar
 
 from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.api import MQClientAPI
-from orbitmq.client.pull_consumer import PULL_FLAG_SUBSCRIPTION
+from orbitmq.common import names
+from orbitmq.common import properties as mc
 from orbitmq.common.pull import PullResult
 from orbitmq.common.queue import MessageQueue
 from orbitmq.common.route import TopicRouteData
 from orbitmq.errors import BrokerError, ClientError, ConnectError, NoRouteError, RemotingError, TopicNotExist
 from orbitmq.remoting.codes import RequestCode, ResponseCode
-from orbitmq.remoting.headers import SendMessageRequestHeaderV2
+from orbitmq.remoting.headers import SendMessageRequestHeader
 from orbitmq.remoting.loop import loop_factory
+from orbitmq.remoting.sysflag import PullSysFlag
 from orbitmq.spark.offsets import QueueRef
 from orbitmq.spark.options import ConnectionOptions
-
-DEFAULT_TOPIC = "TBW102"  # RocketMQ's auto-create template topic, sent in every send header
 
 T = TypeVar("T")
 
@@ -183,7 +183,7 @@ class Cluster:
         async def all_of() -> list[PullResult]:
             return list(await asyncio.gather(*(
                 self._api.pull(
-                    addr, mq, group=group, offset=offset, max_nums=max_nums, sys_flag=PULL_FLAG_SUBSCRIPTION,
+                    addr, mq, group=group, offset=offset, max_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION,
                     commit_offset=0, suspend_ms=0, sub_expression=subscription, sub_version=sub_version,
                     expression_type=expression_type, timeout=timeout, decode=False,
                 )
@@ -200,13 +200,15 @@ class Cluster:
         BrokerError on any answer but SUCCESS (flush or slave timeouts
         included: the caller retries, which is at-least-once).
         """
-        header = SendMessageRequestHeaderV2(
-            a=producer_group, b=q.topic, c=DEFAULT_TOPIC, d=4, e=q.queue_id, f=0, g=int(time.time() * 1000),
-            h=0, i="WAIT\x01true", j=0, k=False, m=True, n=q.broker_name,
+        header = SendMessageRequestHeader(
+            producer_group=producer_group, topic=q.topic, default_topic=names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+            default_topic_queue_nums=4, queue_id=q.queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000),
+            flag=0, properties=mc.encode_properties({mc.WAIT_STORE_MSG_OK: "true"}), reconsume_times=0,
+            unit_mode=False, batch=True, bname=q.broker_name,
         )
         wait = self._options.request_timeout_s if timeout is None else timeout
         resp = self._run(self._api.send(
-            self._master(q), RequestCode.SEND_BATCH_MESSAGE, header.to_ext_fields(), items, wait))
+            self._master(q), RequestCode.SEND_BATCH_MESSAGE, header.to_compact_fields(), items, wait))
         if resp.code != ResponseCode.SUCCESS:
             raise BrokerError.for_code(resp.code, resp.remark)
         return int((resp.ext_fields or {}).get("queueOffset", -1))

@@ -28,14 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from orbitmq.common.properties import RESERVED_NAMES, decode_properties
-from orbitmq.common.record import (
-    BORNHOST_V6,
-    COMPRESSED,
-    COMPRESSION_TYPE_MASK,
-    MAGIC_V1,
-    MAGIC_V2,
-    STOREHOST_V6,
-)
+from orbitmq.common.record import MAGIC_V1, MAGIC_V2
+from orbitmq.common.sysflag import BORNHOST_V6, COMPRESSED, COMPRESSION_TYPE_MASK, STOREHOST_V6
 from orbitmq.errors import CorruptRecord
 
 if TYPE_CHECKING:

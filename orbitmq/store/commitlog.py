@@ -27,14 +27,18 @@ from orbitmq.common.record import (
     MAX_TOPIC_BYTES_V1,
     MIN_RECORD_SIZE,
     RECORD_PREFIX,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-    TRANSACTION_TYPE_MASK,
     check_record,
     encode_blank_into,
     encode_record_into,
     host_flags,
     record_size,
+)
+from orbitmq.common.sysflag import (
+    BORNHOST_V6,
+    HOST_V6_BITS,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
 )
 from orbitmq.errors import CorruptRecord, StoreError
 from orbitmq.store import kernels
@@ -46,7 +50,6 @@ from orbitmq.store.mapped_queue import MappedFileQueue
 from orbitmq.store.record_writer import ipv4_host, offset_id_prefix, peek_property, topic_block, write_v4
 
 END_FILE_MIN_BLANK_LENGTH = 8
-_HOST_BITS = 0x30  # BORNHOST_V6 | STOREHOST_V6
 _TAGS, _SEP_TAGS = b"TAGS\x01", b"\x02TAGS\x01"
 _KEYS, _SEP_KEYS = b"KEYS\x01", b"\x02KEYS\x01"
 _UNIQ, _SEP_UNIQ = b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01"
@@ -122,7 +125,7 @@ class CommitLog:
             )
         born = ipv4_host(msg.born_host)
         store = ipv4_host(msg.store_host)
-        sys_flag = msg.sys_flag & ~_HOST_BITS
+        sys_flag = msg.sys_flag & ~HOST_V6_BITS
         if born is None or store is None:
             sys_flag |= host_flags(msg.born_host, msg.store_host)
         size = record_size(len(body), len(topic_raw), len(props_raw), sys_flag)
@@ -213,7 +216,7 @@ class CommitLog:
         extra = batch.properties_string.encode()
         born = ipv4_host(batch.born_host)
         store = ipv4_host(batch.store_host)
-        sys_flag = batch.sys_flag & ~(_HOST_BITS | TRANSACTION_TYPE_MASK)
+        sys_flag = batch.sys_flag & ~(HOST_V6_BITS | TRANSACTION_TYPE_MASK)
         if born is None or store is None:
             sys_flag |= host_flags(batch.born_host, batch.store_host)
         if len(batch.body) > self.config.max_message_size:
@@ -319,7 +322,7 @@ class CommitLog:
         if pos + RECORD_PREFIX.size + 40 > mf.wrote_position:
             return -1
         (sys_flag,) = _I32.unpack_from(mf.view, pos + _SYSFLAG_AT)
-        at = pos + _BORN_HOST_AT + (20 if sys_flag & 0x10 else 8)
+        at = pos + _BORN_HOST_AT + (20 if sys_flag & BORNHOST_V6 else 8)
         return int(_I64.unpack_from(mf.view, at)[0])
 
     def next_file_offset(self, offset: int) -> int:

@@ -19,11 +19,7 @@ import os
 from collections.abc import Iterator
 from typing import Protocol
 
-from orbitmq.common.record import (
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-    TRANSACTION_TYPE_MASK,
-)
+from orbitmq.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.store.api import CommitLogDispatcher, DispatchListener, DispatchRequest
 from orbitmq.store.consumequeue import ConsumeQueue
 from orbitmq.store.paths import UnsafePath, check_topic_dir, store_path

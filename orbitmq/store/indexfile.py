@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from orbitmq.common.hashing import index_key_hash
 from orbitmq.common.properties import KEY_SEPARATOR
-from orbitmq.common.record import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
+from orbitmq.common.sysflag import TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.errors import StoreError
 from orbitmq.store.mapped_file import RESERVE_CHUNK, reserve_blocks
 from orbitmq.store.paths import store_path

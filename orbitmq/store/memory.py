@@ -24,14 +24,17 @@ from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from orbitmq.common.record import (
     MAX_TOPIC_BYTES_V1,
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-    TRANSACTION_TYPE_MASK,
     check_record,
     decode_record,
     encode_record_into,
     host_flags,
     record_size,
+)
+from orbitmq.common.sysflag import (
+    HOST_V6_BITS,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
 )
 from orbitmq.errors import CorruptRecord
 from orbitmq.store.api import (
@@ -55,7 +58,6 @@ from orbitmq.store.record_writer import offset_id_prefix, peek_property
 from orbitmq.store.recovery import DEFAULT_DELAY_LEVELS_MS, read_dispatch_fields
 
 log = logging.getLogger(__name__)
-_HOST_BITS = 0x30
 
 
 class _Entry(NamedTuple):
@@ -180,7 +182,7 @@ class MemoryMessageStore:
             return refused
         try:
             topic = self._check_common(msg.topic, len(msg.body))
-            sys_flag = (msg.sys_flag & ~_HOST_BITS) | host_flags(msg.born_host, msg.store_host)
+            sys_flag = (msg.sys_flag & ~HOST_V6_BITS) | host_flags(msg.born_host, msg.store_host)
             tran = sys_flag & TRANSACTION_TYPE_MASK
             consumable = tran not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
             queue = self._queues.get((msg.topic, msg.queue_id), [])
@@ -216,7 +218,7 @@ class MemoryMessageStore:
         if batch.sys_flag & TRANSACTION_TYPE_MASK:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, remark="a batch cannot be transactional")
         extra = batch.properties_string.encode()
-        sys_flag = (batch.sys_flag & ~_HOST_BITS) | host_flags(batch.born_host, batch.store_host)
+        sys_flag = (batch.sys_flag & ~HOST_V6_BITS) | host_flags(batch.born_host, batch.store_host)
         first_queue_offset = len(self._queues.get((batch.topic, batch.queue_id), ()))
         store_ts = max(self._last_store_timestamp, self.clock_ms())
         records: list[tuple[bytes, bytes]] = []

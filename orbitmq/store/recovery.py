@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.names import SCHEDULE_TOPIC
-from orbitmq.common.record import BORNHOST_V6, MAGIC_V1, RECORD_PREFIX, STOREHOST_V6
+from orbitmq.common.record import MAGIC_V1, RECORD_PREFIX
+from orbitmq.common.sysflag import BORNHOST_V6, STOREHOST_V6
 from orbitmq.store.api import DispatchRequest
 from orbitmq.store.checkpoint import StoreCheckpoint
 from orbitmq.store.commitlog import CommitLog

@@ -25,13 +25,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Self
 
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
-from orbitmq.common.record import (
-    TRANSACTION_PREPARED_TYPE,
-    TRANSACTION_ROLLBACK_TYPE,
-    TRANSACTION_TYPE_MASK,
-    check_record,
-    decode_record,
-)
+from orbitmq.common.record import check_record, decode_record
+from orbitmq.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.errors import CorruptRecord, StoreError
 from orbitmq.store.api import (
     AppendMessageResult,
@@ -55,7 +50,7 @@ from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
 from orbitmq.store.indexfile import IndexService
 from orbitmq.store.paths import store_path
 from orbitmq.store.reading import QueueReader, offset_by_time
-from orbitmq.store.record_writer import offset_id_prefix, peek_property
+from orbitmq.store.record_writer import offset_id_prefix
 from orbitmq.store.recovery import (
     DEFAULT_DELAY_LEVELS_MS,
     crash_scan_start,
@@ -374,7 +369,7 @@ class DefaultMessageStore:
             rec.store_timestamp, rec.consume_queue_offset, 1,
         )
         status = PutMessageStatus.PUT_OK
-        if self._group is not None and msg.wait_store_msg_ok:
+        if self._group is not None and msg.waits_for_store:
             status = await self._await_flush(rec.commit_log_offset + rec.msg_size)
         return PutMessageResult(status, result)
 
@@ -404,8 +399,7 @@ class DefaultMessageStore:
             ids[0], tuple(ids), first.store_timestamp, first.consume_queue_offset, len(records),
         )
         status = PutMessageStatus.PUT_OK
-        wait = peek_property(batch.properties_string.encode(), b"WAIT\x01", b"\x02WAIT\x01") != "false"
-        if self._group is not None and wait:
+        if self._group is not None and batch.wait_store:
             status = await self._await_flush(last.commit_log_offset + last.msg_size)
         return PutMessageResult(status, result)
 

@@ -11,11 +11,12 @@ from orbitmq.common.message import MessageExt
 from orbitmq.common.record import iter_records
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.sysflag import PullSysFlag
 from orbitmq.remoting.transport import RemotingClient
 
-FLAG_COMMIT = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
+FLAG_COMMIT = PullSysFlag.COMMIT_OFFSET
+FLAG_SUSPEND = PullSysFlag.SUSPEND
+FLAG_SUBSCRIPTION = PullSysFlag.SUBSCRIPTION
 
 
 def props(**values: str) -> str:

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import struct
 from pathlib import Path
 
 import pytest
 
+from orbitmq.broker.acl.permission import PUB
+from orbitmq.broker.acl.resources import needed_resources
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
 from orbitmq.common import jsonbody
-from orbitmq.common.message import Message
-from orbitmq.common.msgid import create_offset_msg_id
+from orbitmq.common.message import Message, MessageExtBatch
+from orbitmq.common.msgid import create_offset_msg_id, parse_offset_msg_id
 from orbitmq.common.record import encode_batch
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
+from orbitmq.store.api import MessageStore, PutMessageResult
 from tests.broker.helpers import (
     FLAG_COMMIT,
     FLAG_SUBSCRIPTION,
@@ -608,3 +613,110 @@ async def test_producers_are_listed_by_group_until_they_unregister(broker: Broke
     assert bye.code == ResponseCode.SUCCESS
     gone = await request(client, addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": "PG"})
     assert gone.code == ResponseCode.SYSTEM_ERROR
+
+
+# --- hostile numbers in send headers and hostile batch bodies -----------------------------------
+
+
+def _store(broker: Broker) -> MessageStore:
+    assert broker.store is not None
+    return broker.store
+
+
+def _commitlog_tail(tmp_path: Path, start: int, length: int = 512) -> bytes:
+    first = min((tmp_path / "store" / "commitlog").iterdir())  # offset 0 on: the tests stay in it
+    with first.open("rb") as f:
+        f.seek(start)
+        return f.read(length)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "remark"),
+    [
+        ("f", str(2**31), "the custom field <sysFlag> must be a 32-bit integer, got '2147483648'"),
+        ("h", str(2**31), "the custom field <flag> must be a 32-bit integer, got '2147483648'"),
+        ("j", str(2**31), "the custom field <reconsumeTimes> must be a 32-bit integer, got '2147483648'"),
+        ("g", str(2**63), "the custom field <bornTimestamp> must be a 64-bit integer, got '9223372036854775808'"),
+        ("e", "\u0663", "the custom field <queueId> must be a 32-bit integer, got '\u0663'"),
+        ("f", "1_0", "the custom field <sysFlag> must be a 32-bit integer, got '1_0'"),
+        ("h", " 2 ", "the custom field <flag> must be a 32-bit integer, got ' 2 '"),
+    ],
+)
+async def test_out_of_range_send_numbers_get_a_clean_error_and_leave_the_commitlog_untouched(
+    broker: Broker, client: RemotingClient, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    field: str, value: str, remark: str,
+) -> None:
+    addr = broker.broker_addr
+    first = await send_v2(client, addr, "T", b"before")
+    assert first.code == ResponseCode.SUCCESS, first.remark
+    store = _store(broker)
+    end = store.get_max_phy_offset()
+    with caplog.at_level(logging.DEBUG):
+        bad = await send_v2(client, addr, "T", b"hostile", **{field: value})
+    assert (bad.code, bad.remark) == (ResponseCode.SYSTEM_ERROR, remark)
+    assert not any(r.exc_info for r in caplog.records) and "Traceback" not in caplog.text
+    assert store.get_max_phy_offset() == end
+    assert _commitlog_tail(tmp_path, end) == bytes(512)  # nothing written past the end either
+    good = await send_v2(client, addr, "T", b"after")
+    assert good.code == ResponseCode.SUCCESS, good.remark
+    assert parse_offset_msg_id(good.field("msgId") or "")[1] == end  # stored right where the log ended
+
+
+async def test_the_long_header_form_is_checked_by_the_same_rules(broker: Broker, client: RemotingClient) -> None:
+    bad = await send_v1(client, broker.broker_addr, "T", b"x", bornTimestamp=str(2**63))
+    assert bad.code == ResponseCode.SYSTEM_ERROR
+    assert bad.remark == "the custom field <bornTimestamp> must be a 64-bit integer, got '9223372036854775808'"
+    ok = await send_v1(client, broker.broker_addr, "T", b"x", bornTimestamp=str(2**63 - 1), sysFlag="-0")
+    assert ok.code == ResponseCode.SUCCESS, ok.remark
+
+
+async def test_a_batch_of_190000_empty_items_is_refused_before_any_item_is_parsed(
+    broker: Broker, client: RemotingClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(broker)
+    reached: list[MessageExtBatch] = []
+    real_put = store.put_messages
+
+    async def spy(batch: MessageExtBatch) -> PutMessageResult:
+        reached.append(batch)
+        return await real_put(batch)
+
+    monkeypatch.setattr(store, "put_messages", spy)
+    empty_item = struct.pack(">iiiiih", 22, 0, 0, 0, 0, 0)  # TOTALSIZE 22, no body, no properties
+    body = empty_item * 190_000
+    assert len(body) <= broker.config.store.max_message_size
+    response = await send_v2(client, broker.broker_addr, "T", body, code=RequestCode.SEND_BATCH_MESSAGE)
+    assert response.code == ResponseCode.MESSAGE_ILLEGAL
+    assert "the batch holds more than" in (response.remark or "") and "messages" in (response.remark or "")
+    assert reached == []
+    few = await send_v2(client, broker.broker_addr, "T", empty_item * 3, code=RequestCode.SEND_BATCH_MESSAGE)
+    assert few.code == ResponseCode.SUCCESS, few.remark
+    assert len(reached) == 1
+
+
+async def test_a_batch_that_asks_for_a_malformed_delay_is_refused_with_a_remark(
+    broker: Broker, client: RemotingClient
+) -> None:
+    item = struct.pack(">iiiiih", 22, 0, 0, 0, 0, 0)
+    response = await send_v2(client, broker.broker_addr, "T", item, properties="DELAY\x01x1",
+                             code=RequestCode.SEND_BATCH_MESSAGE)
+    assert response.code == ResponseCode.MESSAGE_ILLEGAL
+    assert response.remark == "the property DELAY must be a 32-bit integer, got 'x1'"
+
+
+@pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_MESSAGE])
+def test_acl_checks_the_topic_the_send_handler_reads_whatever_the_code(code: int) -> None:
+    # The broker takes the long form whenever `topic` is present, so that is the topic to check.
+    long_form = RemotingCommand.request(code, {"topic": "Guarded", "b": "Open", "queueId": "0"})
+    assert needed_resources(long_form) == [("Guarded", PUB)]
+    letters = RemotingCommand.request(code, {"b": "Guarded", "e": "0"})
+    assert needed_resources(letters) == [("Guarded", PUB)]
+
+
+async def test_properties_too_long_to_store_are_refused_once_by_the_store(broker: Broker, client: RemotingClient) -> None:
+    store = _store(broker)
+    end = store.get_max_phy_offset()
+    long_props = props(KEYS="k" * 40_000)
+    response = await send_v2(client, broker.broker_addr, "T", b"x", properties=long_props)
+    assert response.code == ResponseCode.MESSAGE_ILLEGAL
+    assert "at most 32767" in (response.remark or "") and store.get_max_phy_offset() == end

@@ -12,9 +12,6 @@ from orbitmq.common import record
 from orbitmq.common.message import Message
 from orbitmq.common.record import (
     BLANK_MAGIC,
-    COMPRESSED,
-    COMPRESSION_LZ4,
-    COMPRESSION_ZLIB,
     UnsupportedCompression,
     body_crc,
     check_record,
@@ -28,6 +25,7 @@ from orbitmq.common.record import (
     iter_records,
     record_size,
 )
+from orbitmq.common.sysflag import COMPRESSED, COMPRESSION_LZ4, COMPRESSION_ZLIB
 from orbitmq.errors import CorruptRecord
 
 # §5.1 annotated example, byte for byte.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import orbitmq.remoting.headers as headers_module
 from orbitmq.errors import HeaderError
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.header_base import parse_field, parse_int, parse_long
 from orbitmq.remoting.headers import (
     CommandHeader,
     CreateTopicRequestHeader,
@@ -18,10 +21,11 @@ from orbitmq.remoting.headers import (
     RegisterBrokerRequestHeader,
     ResetOffsetRequestHeader,
     SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
+    is_compact_send,
     parse_send_header,
+    send_topic,
 )
 
 # The V2 header of the protocol reference's example (§3.1), as a Java 4.9.7 producer sends it.
@@ -32,17 +36,17 @@ JAVA_V2 = {
 }
 
 
-def test_a_java_v2_send_header_converts_to_the_long_form_and_back_unchanged() -> None:
-    long_form = SendMessageRequestHeaderV2.from_ext_fields(JAVA_V2).to_v1()
-    assert long_form.producer_group == "PG" and long_form.topic == "T" and long_form.default_topic == "TBW102"
-    assert long_form.default_topic_queue_nums == 4 and long_form.born_timestamp == 1_700_000_000_000
-    assert long_form.unit_mode is False and long_form.batch is False and long_form.bname == "broker-a"
-    assert long_form.max_reconsume_times is None
-    assert long_form.to_v2().to_ext_fields() == JAVA_V2
+def test_a_java_v2_send_header_reads_into_the_send_header_and_writes_back_unchanged() -> None:
+    header = SendMessageRequestHeader.from_compact_fields(JAVA_V2)
+    assert header.producer_group == "PG" and header.topic == "T" and header.default_topic == "TBW102"
+    assert header.default_topic_queue_nums == 4 and header.born_timestamp == 1_700_000_000_000
+    assert header.unit_mode is False and header.batch is False and header.bname == "broker-a"
+    assert header.max_reconsume_times is None
+    assert header.to_compact_fields() == JAVA_V2
 
 
 def test_the_long_send_header_uses_rocketmq_field_names() -> None:
-    fields = SendMessageRequestHeaderV2.from_ext_fields(JAVA_V2).to_v1().to_ext_fields()
+    fields = SendMessageRequestHeader.from_compact_fields(JAVA_V2).to_ext_fields()
     assert set(fields) == {
         "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
         "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "batch", "bname",
@@ -50,29 +54,60 @@ def test_the_long_send_header_uses_rocketmq_field_names() -> None:
     assert fields["bornTimestamp"] == "1700000000000" and fields["unitMode"] == "false"
 
 
-def test_parse_send_header_reads_both_forms_by_request_code() -> None:
+def test_parse_send_header_reads_either_key_form() -> None:
     v2 = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(JAVA_V2))
     v1 = RemotingCommand.request(RequestCode.SEND_MESSAGE, parse_send_header(v2).to_ext_fields())
     batch = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, {**JAVA_V2, "m": "true"})
     assert parse_send_header(v1) == parse_send_header(v2)
     assert parse_send_header(batch).batch is True
+    assert is_compact_send(v2.ext_fields) and not is_compact_send(v1.ext_fields)
+    # The topic ACL checks is the one the broker reads, whatever the code says.
+    assert send_topic(v2.ext_fields) == send_topic(v1.ext_fields) == "T"
+    assert send_topic({"topic": "Real", "b": "Decoy"}) == "Real"
 
 
-def test_a_v2_header_without_its_optional_booleans_reads_them_as_false() -> None:
+def test_a_v2_header_without_its_optional_fields_reads_them_as_defaults() -> None:
     minimal = {k: v for k, v in JAVA_V2.items() if k in "abcdefgh"}
-    long_form = SendMessageRequestHeaderV2.from_ext_fields(minimal).to_v1()
-    assert long_form.unit_mode is False and long_form.batch is False and long_form.properties is None
+    header = SendMessageRequestHeader.from_compact_fields(minimal)
+    assert header.unit_mode is False and header.batch is False and header.properties is None
+    lenient = SendMessageRequestHeader.from_compact_fields({"b": "T", "e": "1"})
+    assert (lenient.sys_flag, lenient.born_timestamp, lenient.flag, lenient.default_topic_queue_nums) == (0, 0, 0, 4)
 
 
 def test_a_missing_required_field_raises_header_error_naming_it() -> None:
     fields = dict(JAVA_V2)
     del fields["b"]
-    with pytest.raises(HeaderError, match="<b>"):
-        SendMessageRequestHeaderV2.from_ext_fields(fields)
+    with pytest.raises(HeaderError, match="<topic> is null"):
+        SendMessageRequestHeader.from_compact_fields(fields)
     with pytest.raises(HeaderError, match="<consumerGroup> is null"):
         PullMessageRequestHeader.from_ext_fields({"topic": "T"})
     with pytest.raises(HeaderError):
         GetMaxOffsetRequestHeader.from_ext_fields(None)
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "remark"),
+    [
+        ("f", "2147483648", "the custom field <sysFlag> must be a 32-bit integer, got '2147483648'"),
+        ("h", "-2147483649", "<flag> must be a 32-bit integer"),
+        ("j", "1_0", "<reconsumeTimes> must be a 32-bit integer"),
+        ("g", "9223372036854775808", "<bornTimestamp> must be a 64-bit integer"),
+        ("e", "\u0663", "<queueId> must be a 32-bit integer"),
+        ("d", " 2 ", "<defaultTopicQueueNums> must be a 32-bit integer"),
+    ],
+)
+def test_out_of_range_or_malformed_send_numbers_are_refused_naming_the_field(key: str, bad: str, remark: str) -> None:
+    with pytest.raises(HeaderError, match=re.escape(remark)):
+        SendMessageRequestHeader.from_compact_fields({**JAVA_V2, key: bad})
+
+
+def test_numbers_read_by_hand_follow_the_same_rules_and_the_declared_width() -> None:
+    assert parse_int("+7", "queueId") == 7 and parse_int("-2147483648", "queueId") == -(2**31)
+    assert parse_long("9223372036854775807", "offset") == 2**63 - 1
+    assert parse_field("2147483648", "commitOffset") == 2**31  # a long field
+    for bad in ("2147483648", "٣", "1_0", " 2", "", "+", "0x1"):
+        with pytest.raises(HeaderError, match="sysFlag"):
+            parse_field(bad, "sysFlag")  # an int field
 
 
 @pytest.mark.parametrize("bad", ["", " 1", "1_0", "0x10", "1.5", "٣", "2147483648", "-2147483649"])
@@ -167,5 +202,5 @@ def _spec_of(cls: type[CommandHeader]):  # type: ignore[no-untyped-def]
 
 def test_the_send_header_family_covers_every_send_code() -> None:
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_REPLY_MESSAGE):
-        cmd = RemotingCommand.request(code, SendMessageRequestHeaderV2.from_ext_fields(JAVA_V2).to_v1().to_ext_fields())
+        cmd = RemotingCommand.request(code, SendMessageRequestHeader.from_compact_fields(JAVA_V2).to_ext_fields())
         assert isinstance(parse_send_header(cmd), SendMessageRequestHeader)

@@ -121,7 +121,7 @@ async def test_a_failed_background_flush_also_stops_puts(tmp_path: Path) -> None
         flusher._flush = store._commitlog_flush_job
 
 
-async def test_a_batch_waits_for_the_fsync_unless_its_wait_property_is_false(tmp_path: Path) -> None:
+async def test_a_batch_waits_for_the_fsync_unless_its_wait_is_false(tmp_path: Path) -> None:
     from orbitmq.common.message import Message, MessageExtBatch
     from orbitmq.common.record import encode_batch
     from tests.store.helpers import BORN_HOST, STORE_HOST
@@ -138,10 +138,10 @@ async def test_a_batch_waits_for_the_fsync_unless_its_wait_property_is_false(tmp
             return real_flush()
 
         store._group._flush = counting_flush
-        for props, expected in (("WAIT\x01false", 0), ("XWAIT\x01false\x02WAIT\x01true", 1)):
+        for props, wait, expected in (("WAIT\x01false", False, 0), ("XWAIT\x01false\x02WAIT\x01true", True, 1)):
             batch = MessageExtBatch(
                 topic="T", queue_id=0, body=encode_batch([Message("T", b"x")]), properties_string=props,
-                born_host=BORN_HOST, store_host=STORE_HOST,
+                born_host=BORN_HOST, store_host=STORE_HOST, wait_store=wait,
             )
             result = await store.put_messages(batch)
             assert result.status is PutMessageStatus.PUT_OK

@@ -8,13 +8,11 @@ from pathlib import Path
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import Message, MessageExtBatch
-from orbitmq.common.record import (
+from orbitmq.common.record import decode_record, encode_batch, iter_records
+from orbitmq.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    decode_record,
-    encode_batch,
-    iter_records,
 )
 from orbitmq.store.api import GetMessageStatus, MessageStore, PutMessageStatus
 from orbitmq.store.config import BrokerRole

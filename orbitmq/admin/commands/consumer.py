@@ -14,9 +14,8 @@ from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.validation import check_group
+from orbitmq.common import names
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, TopicNotExist
-
-RETRY_PREFIX = "%RETRY%"
 
 
 def validated_group(group: str) -> str:
@@ -30,7 +29,7 @@ def validated_group(group: str) -> str:
 async def group_brokers(admin: AdminClient, group: str) -> dict[str, str]:
     """Brokers that may hold the group's offsets: its retry topic's route, else every master."""
     try:
-        route = await admin.topic_route(RETRY_PREFIX + group)
+        route = await admin.topic_route(names.retry_topic(group))
         masters = route.master_addrs()
         if masters:
             return masters

@@ -12,13 +12,12 @@ from orbitmq.admin.models import TopicConfig
 from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
+from orbitmq.common import names
 from orbitmq.errors import MessageValidationError, TopicNotExist
 
 #: NameServer KV namespace holding `brokerName:queueNums;...` for ordered topics.
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
-_RETRY_PREFIX = "%RETRY%"
-_DLQ_PREFIX = "%DLQ%"
 
 
 def topic_argument(func: F) -> F:
@@ -106,7 +105,7 @@ def topic_list(cluster_mode: bool, namesrv: str | None, timeout: float) -> None:
                 click.echo(topic)
             return
         # Retry and dead-letter topics belong to groups, not to users; mqadmin hides them here too.
-        shown = [t for t in topics if not t.startswith((_RETRY_PREFIX, _DLQ_PREFIX))]
+        shown = [t for t in topics if not names.group_of_retry_or_dlq_topic(t) is not None]
         routes = await asyncio.gather(*(admin.topic_route(t) for t in shown), return_exceptions=True)
         rows: list[tuple[str, str]] = []
         for topic, route in zip(shown, routes):

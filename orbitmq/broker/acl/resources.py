@@ -38,6 +38,7 @@ from orbitmq.common.jsonbody import loads
 from orbitmq.common.names import RETRY_GROUP_TOPIC_PREFIX
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.headers import send_topic
 
 Needed = list[tuple[str, int]]
 NeedsFn = Callable[[RemotingCommand], Needed]
@@ -121,15 +122,12 @@ def _all(*parts: NeedsFn) -> NeedsFn:
     return needs
 
 
-def _send(name: str) -> NeedsFn:
-    def needs(request: RemotingCommand) -> Needed:
-        topic = _field(request, name) or ""
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            # A consumer sending a message back to its group's retry topic: a SUB right on the group.
-            return [(topic, SUB)]
-        return [(topic, PUB)]
-
-    return needs
+def _send(request: RemotingCommand) -> Needed:
+    topic = send_topic(request.ext_fields)  # the topic the send handler reads, in either key form
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        # A consumer sending a message back to its group's retry topic: a SUB right on the group.
+        return [(topic, SUB)]
+    return [(topic, PUB)]
 
 
 def _body(request: RemotingCommand, what: str) -> dict[str, object]:
@@ -227,11 +225,11 @@ _RESET = _all(_group("group", SUB), _topic("topic", SUB))
 #: Every RequestCode's rule (tests/acl/test_rule_table.py fails when a code has none).
 RULES: dict[int, Rule] = {
     # --- producers -------------------------------------------------------------------------------
-    _C.SEND_MESSAGE: _broker("Topic:PUB", _send("topic")),
-    _C.SEND_MESSAGE_V2: _broker("Topic:PUB", _send("b")),
-    _C.SEND_BATCH_MESSAGE: _broker("Topic:PUB", _send("b")),
-    _C.SEND_REPLY_MESSAGE: _broker("Topic:PUB", _send("topic")),
-    _C.SEND_REPLY_MESSAGE_V2: _broker("Topic:PUB", _send("b")),
+    _C.SEND_MESSAGE: _broker("Topic:PUB", _send),
+    _C.SEND_MESSAGE_V2: _broker("Topic:PUB", _send),
+    _C.SEND_BATCH_MESSAGE: _broker("Topic:PUB", _send),
+    _C.SEND_REPLY_MESSAGE: _broker("Topic:PUB", _send),
+    _C.SEND_REPLY_MESSAGE_V2: _broker("Topic:PUB", _send),
     _C.END_TRANSACTION: _broker("Topic:PUB", _topic("topic", PUB, required=False), Stored.END_TRANSACTION),
     _C.HEART_BEAT: _broker("Group:PUB,SUB", _heartbeat),
     _C.UNREGISTER_CLIENT: _broker("Group:PUB,SUB", _unregister),

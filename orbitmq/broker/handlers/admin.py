@@ -28,6 +28,7 @@ from orbitmq.errors import ConfigError, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import PROTOCOL_VERSION, RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import GetBrokerConfigResponseHeader
 from orbitmq.store.api import MessageStore
 
 #: Most queues one topic may have on a broker; guards against a typo creating millions of files.
@@ -182,7 +183,8 @@ class AdminHandlers:
     async def get_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         props = self.live.value.to_properties()
         response = request.response(body=format_properties(props).encode())
-        response.ext_fields = {"version": jsonbody.dumps(self.topics.data_version.to_json()).decode()}
+        version = jsonbody.dumps(self.topics.data_version.to_json()).decode()
+        response.ext_fields = GetBrokerConfigResponseHeader(version=version).to_ext_fields()
         return response
 
     async def update_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:

@@ -15,7 +15,6 @@ from typing import Any
 
 from orbitmq.broker.consumers import ClientChannel, ConsumerRegistry, Subscription
 from orbitmq.broker.handlers.fields import (
-    INT64,
     Registry,
     group_field,
     integer_in,
@@ -40,6 +39,8 @@ from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.header_base import INT64
+from orbitmq.remoting.headers import NotifyConsumerIdsChangedRequestHeader
 from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
@@ -92,7 +93,9 @@ class GroupNotifier:
     @staticmethod
     async def _send(peer: Peer, group: str) -> None:
         cmd = RemotingCommand.request(
-            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}, oneway=True
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+            NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext_fields(),
+            oneway=True,
         )
         try:
             await peer.invoke_oneway(cmd)

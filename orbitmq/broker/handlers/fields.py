@@ -17,6 +17,7 @@ from orbitmq.common import jsonbody, names
 from orbitmq.errors import SystemError_
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.header_base import INT32, parse_field
 
 HandlerFn = Callable[[RemotingCommand, Peer], Awaitable[RemotingCommand | None]]
 
@@ -44,16 +45,18 @@ def optional_text(request: RemotingCommand, name: str, default: str | None = Non
 
 
 def integer(request: RemotingCommand, name: str, default: int | None = None) -> int:
-    """A required (or defaulted) integer field, decimal as Java writes it."""
+    """A required (or defaulted) integer field, by Java's rules and range for the field (`parse_field`).
+
+    A malformed or out-of-range value raises `HeaderError`, answered SYSTEM_ERROR with its remark.
+    """
     value = request.field(name)
     if value is None or value == "":
         if default is not None:
             return default
         raise SystemError_(f"the custom field <{name}> is null")
-    try:
-        return int(value)
-    except ValueError:
-        raise SystemError_(f"the custom field <{name}> is not a number: {value!r}")
+    if len(value) < 10 and value.isdigit() and value.isascii():
+        return int(value)  # the common case, in range for any width
+    return parse_field(value, name)
 
 
 def boolean(request: RemotingCommand, name: str, default: bool = False) -> bool:
@@ -187,9 +190,6 @@ def string_in(data: dict[str, Any], key: str, what: str) -> str:
 
 
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")
-#: Java's int and long ranges, for numbers read from JSON bodies.
-INT32 = (-(1 << 31), (1 << 31) - 1)
-INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def is_json_integer(value: Any, bounds: tuple[int, int] = INT32) -> bool:

@@ -38,6 +38,7 @@ from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import GetConsumerStatusRequestHeader, ResetOffsetRequestHeader
 from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker")
@@ -251,7 +252,7 @@ class GroupHandlers:
         info = self.consumers.get(group)
         if info is None:
             return
-        fields = {"topic": topic, "group": group, "timestamp": str(timestamp), "isForce": "true" if force else "false"}
+        fields = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp, is_force=force).to_ext_fields()
         sends = []
         for client in list(info.channels.values()):
             if client.version < MIN_RESET_VERSION:
@@ -273,9 +274,7 @@ class GroupHandlers:
         info = self.consumers.get(group)
         if info is None or not info.channels:
             return request.response(ResponseCode.SYSTEM_ERROR, f"No Any Consumer online in the consumer group: [{group}]")
-        fields = {"topic": topic, "group": group}
-        if only:
-            fields["clientAddr"] = only
+        fields = GetConsumerStatusRequestHeader(topic=topic, group=group, client_addr=only).to_ext_fields()
         per_client: dict[str, jsonbody.ObjectKeyMap] = {}
         for client in list(info.channels.values()):
             if client.version < MIN_RESET_VERSION:

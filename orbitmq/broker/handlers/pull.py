@@ -49,12 +49,11 @@ from orbitmq.errors import (
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import PullMessageResponseHeader
+from orbitmq.remoting.sysflag import PullSysFlag
 from orbitmq.store.api import GetMessageResult, GetMessageStatus, MessageFilter, MessageStore
 from orbitmq.store.config import BrokerRole
 
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
 #: A waiter offset no dispatch reaches: short polling parks for its whole time.
 NEVER_WOKEN = 1 << 63
 
@@ -148,7 +147,7 @@ class PullHandler:
 
     def _subscription(self, request: RemotingCommand, group: str, topic: str, sys_flag: int) -> Subscription:
         sub_version = integer(request, "subVersion", 0)
-        if sys_flag & FLAG_SUBSCRIPTION:
+        if sys_flag & PullSysFlag.SUBSCRIPTION:
             key = (topic, request.field("subscription"), optional_text(request, "expressionType", "TAG") or "TAG",
                    sub_version)
             subscription = self.subscriptions.get(key)
@@ -210,7 +209,7 @@ class PullHandler:
         await self.filters.precompile(subscription.expression_type, subscription.sub_string)
         message_filter = self.filters.filter_for(group, subscription)
 
-        if sys_flag & FLAG_COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
+        if sys_flag & PullSysFlag.COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
             commit_offset = integer(request, "commitOffset", -1)
             if 0 <= commit_offset <= MAX_OFFSET:
                 self.offsets.commit(group, topic, queue_id, commit_offset)
@@ -220,7 +219,7 @@ class PullHandler:
         if config.store.broker_role is BrokerRole.SLAVE and not config.slave_read_enable:
             # A slave that may not be read sends the consumer back to the master at once.
             return self._respond(request, result, ResponseCode.PULL_RETRY_IMMEDIATELY)
-        if code == ResponseCode.PULL_NOT_FOUND and sys_flag & FLAG_SUSPEND:
+        if code == ResponseCode.PULL_NOT_FOUND and sys_flag & PullSysFlag.SUSPEND:
             refused = self.waiters.refusal(
                 peer.id, config.max_suspended_pulls, config.max_suspended_pulls_per_connection
             )
@@ -282,12 +281,12 @@ class PullHandler:
     def _respond(
         self, request: RemotingCommand, result: GetMessageResult, code: int, suggest: int = 0
     ) -> RemotingCommand:
-        fields = {
-            "suggestWhichBrokerId": str(suggest),
-            "nextBeginOffset": str(result.next_begin_offset),
-            "minOffset": str(result.min_offset),
-            "maxOffset": str(result.max_offset),
-        }
+        fields = PullMessageResponseHeader(
+            suggest_which_broker_id=suggest,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        ).to_ext_fields()
         response = request.response(code, result.status.value, fields)
         if code == ResponseCode.SUCCESS:
             response.body = result.buffers

@@ -13,6 +13,7 @@ from orbitmq.common.names import UNIQUE_KEY_QUERY
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import QueryMessageResponseHeader
 from orbitmq.store.api import MessageStore, Releasable
 
 
@@ -40,10 +41,10 @@ class QueryHandlers:
         begin = integer(request, "beginTimestamp", 0)
         end = integer(request, "endTimestamp", 0)
         result = self.store.query_message(topic, key, max(max_num, 0), begin, end)
-        fields = {
-            "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
-            "indexLastUpdatePhyoffset": str(result.index_last_update_phyoffset),
-        }
+        fields = QueryMessageResponseHeader(
+            index_last_update_timestamp=result.index_last_update_timestamp,
+            index_last_update_phyoffset=result.index_last_update_phyoffset,
+        ).to_ext_fields()
         if not result.buffers:
             result.release()
             return request.response(

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.handlers.fields import Registry, integer, optional_text, topic_field
-from orbitmq.broker.handlers.send import long_form, status_response
+from orbitmq.broker.handlers.fields import Registry, legal_topic
+from orbitmq.broker.handlers.send import status_response
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.topics import PERM_WRITE, TopicTable
 from orbitmq.common import names
@@ -31,6 +31,7 @@ from orbitmq.errors import MessageIllegal, NoPermission, RemotingError, SystemEr
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.headers import ReplyMessageRequestHeader, SendMessageRequestHeader, parse_send_header
 from orbitmq.store.api import MessageStore
 
 log = logging.getLogger("orbitmq.broker.reply")
@@ -59,15 +60,19 @@ class ReplyHandlers:
         server.register(RequestCode.SEND_REPLY_MESSAGE, self.send_reply)
         server.register(RequestCode.SEND_REPLY_MESSAGE_V2, self.send_reply)
 
-    def _reply_message(self, request: RemotingCommand, peer: Peer) -> MessageExtBrokerInner:
+    def _reply_message(
+        self, header: SendMessageRequestHeader, request: RemotingCommand, peer: Peer
+    ) -> MessageExtBrokerInner:
         config = self.live.value
-        topic = topic_field(request)
+        if not header.topic:
+            raise SystemError_("the custom field <topic> is null")
+        topic = legal_topic(header.topic)
         if not config.broker_permission & PERM_WRITE:
             raise NoPermission(f"the broker[{config.advertised_ip}] sending message is forbidden")
         topic_config = self.topics.get(topic)
         if topic_config is None:
             raise TopicNotExist(f"topic[{topic}] not exist, apply first please!")
-        queue_id = integer(request, "queueId", -1)
+        queue_id = header.queue_id
         if queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
             raise SystemError_(f"request queueId[{queue_id}] is illegal, {topic_config}")
         if queue_id < 0:
@@ -77,26 +82,26 @@ class ReplyHandlers:
             raise MessageIllegal(
                 f"message body size {len(body)} exceeds the limit {config.store.max_message_size} bytes"
             )
-        properties = mc.decode_properties(optional_text(request, "properties") or "")
+        properties = mc.decode_properties(header.properties or "")
         properties[mc.CLUSTER] = config.broker_cluster_name
         return MessageExtBrokerInner(
             topic=topic,
             body=body,
-            flag=integer(request, "flag", 0),
+            flag=header.flag,
             properties=properties,
             queue_id=queue_id,
-            sys_flag=integer(request, "sysFlag", 0),
-            born_timestamp=integer(request, "bornTimestamp", 0),
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
             born_host=peer.addr,
             store_host=config.broker_addr,
-            reconsume_times=integer(request, "reconsumeTimes", 0),
+            reconsume_times=header.reconsume_times or 0,
             tags_code=tag_hash_code(properties.get(mc.TAGS)),
         )
 
     async def send_reply(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        long_form(request)
-        msg = self._reply_message(request, peer)
-        pushed, remark = await self._push(request, msg)
+        header = parse_send_header(request)
+        msg = self._reply_message(header, request, peer)
+        pushed, remark = await self._push(header, msg)
         msg.properties.pop(mc.WAIT_STORE_MSG_OK, None)
         msg.refresh_properties_string()
         fields = {"queueId": str(msg.queue_id)}
@@ -117,7 +122,7 @@ class ReplyHandlers:
         response.ext_fields = fields
         return response
 
-    async def _push(self, request: RemotingCommand, msg: MessageExtBrokerInner) -> tuple[bool, str]:
+    async def _push(self, header: SendMessageRequestHeader, msg: MessageExtBrokerInner) -> tuple[bool, str]:
         """PUSH_REPLY_MESSAGE_TO_CLIENT to the requester; (delivered, remark when not)."""
         client_id = msg.properties.get(mc.MESSAGE_REPLY_TO_CLIENT)
         if not client_id:
@@ -128,22 +133,21 @@ class ReplyHandlers:
         msg.properties[mc.PUSH_REPLY_TIME] = str(self.clock_ms())
         msg.refresh_properties_string()
         config = self.live.value
-        fields = {
-            "producerGroup": request.field("producerGroup") or "",
-            "topic": msg.topic,
-            "defaultTopic": request.field("defaultTopic") or names.AUTO_CREATE_TOPIC_KEY_TOPIC,
-            "defaultTopicQueueNums": request.field("defaultTopicQueueNums") or "4",
-            "queueId": str(msg.queue_id),
-            "sysFlag": str(msg.sys_flag),
-            "bornTimestamp": str(msg.born_timestamp),
-            "flag": str(msg.flag),
-            "properties": msg.properties_string,
-            "reconsumeTimes": str(msg.reconsume_times),
-            "unitMode": "false",
-            "bornHost": msg.born_host,
-            "storeHost": config.broker_addr,
-            "storeTimestamp": str(self.clock_ms()),
-        }
+        fields = ReplyMessageRequestHeader(
+            producer_group=header.producer_group or "",
+            topic=msg.topic,
+            default_topic=header.default_topic or names.AUTO_CREATE_TOPIC_KEY_TOPIC,
+            default_topic_queue_nums=header.default_topic_queue_nums,
+            queue_id=msg.queue_id,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            flag=msg.flag,
+            properties=msg.properties_string,
+            reconsume_times=msg.reconsume_times,
+            born_host=msg.born_host,
+            store_host=config.broker_addr,
+            store_timestamp=self.clock_ms(),
+        ).to_ext_fields()
         push = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, fields, msg.body)
         try:
             answer = await requester.channel.invoke(push, PUSH_TIMEOUT_S)

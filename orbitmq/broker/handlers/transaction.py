@@ -12,7 +12,7 @@ import logging
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import Registry, boolean, group_field, integer
 from orbitmq.broker.transaction import TransactionService
-from orbitmq.common.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.errors import SlaveNotAvailable, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand

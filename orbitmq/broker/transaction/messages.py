@@ -26,12 +26,12 @@ from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExt, MessageExtBrokerInner
-from orbitmq.common.record import (
+from orbitmq.common.record import encode_record
+from orbitmq.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_TYPE_MASK,
-    encode_record,
 )
 
 HALF_QUEUE_ID = 0

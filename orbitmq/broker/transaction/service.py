@@ -43,10 +43,12 @@ from orbitmq.broker.transaction.progress import HalfProgress
 from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt, MessageExtBrokerInner
-from orbitmq.common.record import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE, decode_record
+from orbitmq.common.record import decode_record
+from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.errors import ConnectError, CorruptRecord
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.headers import CheckTransactionStateRequestHeader
 from orbitmq.store.api import GetMessageStatus, MessageStore
 
 log = logging.getLogger("orbitmq.broker.transaction")
@@ -347,13 +349,10 @@ class TransactionService:
             log.warning("no live producer of group %s to check transaction %s", group, copy.unique_key)
             return False
         uniq = copy.unique_key or ""
-        fields = {
-            "tranStateTableOffset": str(copy.queue_offset),
-            "commitLogOffset": str(copy.commit_log_offset),
-            "msgId": uniq,
-            "transactionId": uniq,
-            "offsetMsgId": copy.msg_id,
-        }
+        fields = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=copy.queue_offset, commit_log_offset=copy.commit_log_offset, msg_id=uniq,
+            transaction_id=uniq, offset_msg_id=copy.msg_id,
+        ).to_ext_fields()
         cmd = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, fields, tm.check_body(copy), oneway=True)
         client = random.choice(channels)
         try:
