@@ -24,6 +24,7 @@ one place where Java's `Integer.parseInt`/`Long.parseLong` rules are applied.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import types
 import typing
@@ -130,7 +131,6 @@ _Format = Callable[[Any], dict[str, str]]
 #: Decimal strings of small non-negative ints: most numeric fields (queue ids, flags, counts) are
 #: one of these, and a dict hit is cheaper than checking and converting the digits.
 _SMALL_INTS: dict[str | None, int] = {str(i): i for i in range(1024)}
-_BOOLS: dict[str | None, bool] = {"true": True, "false": False}
 
 
 def _compile(cls: type, compact: bool) -> tuple[_Parse, _Format]:
@@ -145,25 +145,37 @@ def _compile(cls: type, compact: bool) -> tuple[_Parse, _Format]:
     spec = _build_spec(cls)
     compact_names: Mapping[str, str] = getattr(cls, "COMPACT_NAMES", {})
     keys = [compact_names[f.attr] if compact else f.wire for f in spec]
+    usual: frozenset[str] = getattr(cls, "USUAL_FIELDS", frozenset())
+    picked = [n for n, f in enumerate(spec) if f.attr in usual]
     env: dict[str, Any] = {
         "cls": cls, "HeaderError": HeaderError, "_bool": _parse_bool, "_EMPTY": {}, "_new": object.__new__,
-        "_INTS": _SMALL_INTS, "_BOOLS": _BOOLS,
+        "_INTS": _SMALL_INTS, "_pick": operator.itemgetter(*(keys[n] for n in picked)) if len(picked) > 1 else None,
     }
     parse = ["def parse(fields):", "    get = fields.get if fields else _EMPTY.get", "    o = _new(cls)"]
+    if len(picked) > 1:
+        # The fields a request usually carries, fetched in one call; any of them missing: one by one.
+        names = ", ".join(f"v{n}" for n in picked)
+        parse.append("    try:")
+        parse.append(f"        {names} = _pick(fields)")
+        parse.append("    except (KeyError, TypeError):")
+        parse.append(f"        {names} = {', '.join(f'get({keys[n]!r})' for n in picked)}")
     fmt = ["def format(self):", "    out = {}"]
     for n, (f, key) in enumerate(zip(spec, keys, strict=True)):
         var = f"v{n}"
+        fetched = len(picked) > 1 and n in picked
         missing = f"raise HeaderError('the custom field <{f.wire}> is null')"
         env[f"d{n}"] = f.default
+        fmt.append(f"    v = self.{f.attr}")
+        fmt.append(f"    if v is not None: out[{key!r}] = {_FORMAT[f.kind].format(v='v')}")
         if f.kind == "str" and not f.required and f.default is None:
-            parse.append(f"    o.{f.attr} = get({key!r})")  # absent is None: nothing to convert
-            fmt.append(f"    v = self.{f.attr}")
-            fmt.append(f"    if v is not None: out[{key!r}] = v")
+            parse.append(f"    o.{f.attr} = {var if fetched else f'get({key!r})'}")  # absent is None already
             continue
-        parse.append(f"    {var} = get({key!r})")
+        if not fetched:
+            parse.append(f"    {var} = get({key!r})")
         if f.kind in ("int", "long", "bool"):
             if f.kind == "bool":
-                parse.append(f"    x = _BOOLS.get({var})")
+                # Java's Boolean.parseBoolean; the usual spellings decided without a call.
+                parse.append(f"    x = True if {var} == 'true' else False if {var} == 'false' else None")
                 absent, convert = f"{var} is None", f"_bool({var})"
             else:
                 env[f"p{n}"] = _integer_parser(f.wire, *(INT32 if f.kind == "int" else INT64))
@@ -184,14 +196,11 @@ def _compile(cls: type, compact: bool) -> tuple[_Parse, _Format]:
                 parse.append(f"    o.{f.attr} = p{n}({var})")
             else:
                 parse.append(f"    o.{f.attr} = d{n} if {var} is None else p{n}({var})")
+        elif f.required:
+            parse.append(f"    if {var} is None: {missing}")
+            parse.append(f"    o.{f.attr} = {var}")
         else:
-            if f.required:
-                parse.append(f"    if {var} is None: {missing}")
-                parse.append(f"    o.{f.attr} = {var}")
-            else:
-                parse.append(f"    o.{f.attr} = d{n} if {var} is None else {var}")
-        fmt.append(f"    v = self.{f.attr}")
-        fmt.append(f"    if v is not None: out[{key!r}] = {_FORMAT[f.kind].format(v='v')}")
+            parse.append(f"    o.{f.attr} = d{n} if {var} is None else {var}")
     parse.append("    return o")
     fmt.append("    return out")
     # The generated text holds only identifiers and repr()s of wire names declared in this package.
@@ -255,6 +264,9 @@ class CommandHeader:
     WIRE_NAMES: ClassVar[Mapping[str, str]] = {}
     #: Python field name -> key of the compact form (SendMessageRequestHeaderV2's letters), if any.
     COMPACT_NAMES: ClassVar[Mapping[str, str]] = {}
+    #: Python names of the fields requests usually carry (hot headers only): the parser fetches
+    #: them with one call and falls back to one lookup a field when any is missing.
+    USUAL_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     def to_ext_fields(self) -> dict[str, str]:
         """The extFields map: every field whose value is not None, as a string."""

@@ -90,6 +90,8 @@ class SendMessageRequestHeader(CommandHeader):
         "queue_id": "e", "sys_flag": "f", "born_timestamp": "g", "flag": "h", "properties": "i",
         "reconsume_times": "j", "unit_mode": "k", "max_reconsume_times": "l", "batch": "m", "bname": "n",
     }
+    #: Every field a 4.9.5+ Java producer sends on every send (maxReconsumeTimes only to a retry topic).
+    USUAL_FIELDS: ClassVar[frozenset[str]] = frozenset(COMPACT_NAMES) - {"max_reconsume_times"}
 
 
 def is_compact_send(fields: Mapping[str, str] | None) -> bool:
