@@ -56,6 +56,7 @@ from orbitmq.remoting.headers import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetMaxOffsetRequestHeader,
+    GetProducerConnectionListRequestHeader,
     GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
     GetTopicStatsInfoRequestHeader,
@@ -280,7 +281,8 @@ class AdminClient:
         The broker answers SYSTEM_ERROR ("... not exist") when none is; that comes back as [].
         """
         response = await self._call(
-            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, {"producerGroup": group},
+            broker_addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+            GetProducerConnectionListRequestHeader(producer_group=group),
             ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
         )
         if response.code != ResponseCode.SUCCESS:

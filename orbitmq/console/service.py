@@ -26,12 +26,11 @@ from orbitmq.admin.dlq import DeadLetter
 from orbitmq.admin.models import TopicConfig, perm_text
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.trace import DEFAULT_TRACE_TOPIC
+from orbitmq.common import names as topic_names
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, ConsumerNotOnline, OrbitMQError, TopicNotExist
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 #: The most messages one page may ask for.
 MAX_PAGE_SIZE = 100
 #: Messages a search by key returns at most (mqadmin queryMsgByKey's default).
@@ -93,11 +92,11 @@ async def cluster(admin: AdminClient) -> dict[str, Any]:
 
 
 def topic_kind(topic: str) -> str:
-    if topic.startswith(RETRY_PREFIX):
+    if topic_names.is_retry_topic(topic):
         return "retry"
-    if topic.startswith(DLQ_PREFIX):
+    if topic_names.is_dlq_topic(topic):
         return "dlq"
-    if topic in (DEFAULT_TRACE_TOPIC, "TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC",
+    if topic in (DEFAULT_TRACE_TOPIC, topic_names.AUTO_CREATE_TOPIC_KEY_TOPIC, "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC",
                  "RMQ_SYS_TRANS_OP_HALF_TOPIC", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT") or topic.startswith("rmq_sys_"):
         return "system"
     return "normal"

@@ -53,6 +53,11 @@ class GetConsumerConnectionListRequestHeader(CommandHeader):
 
 
 @header
+class GetProducerConnectionListRequestHeader(CommandHeader):
+    producer_group: str
+
+
+@header
 class GetConsumeStatsRequestHeader(CommandHeader):
     consumer_group: str
     topic: str | None = None
