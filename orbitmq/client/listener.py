@@ -22,12 +22,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from orbitmq.client import otel
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[..., Any]
+_OK = ("CONSUME_SUCCESS", "SUCCESS")  # str enums compare equal to their values
 
 
 def takes_context(listener: Callable[..., Any]) -> bool:
@@ -61,12 +63,22 @@ class ListenerRunner:
         self.slots = asyncio.Semaphore(workers)
         #: Called after each call with (msgs, result or None, elapsed ms): the consumer's statistics.
         self.on_result: Callable[[list[MessageExt], Any, float], None] | None = None
+        #: The consumer group, for the OpenTelemetry process spans (otel.py).
+        self.group = ""
 
     async def run(self, msgs: list[MessageExt], context: object = None) -> Any | None:
         """The listener's result, or None when it raised or timed out (logged).
 
         `context` is passed as the second argument to listeners that take one.
         """
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None and otel.traced_topic(msgs[0].topic):
+            with otel.processing(msgs, self.group, tracer) as span:
+                result = await self._run(msgs, context, traced=True)
+                otel.consumed(span, result in _OK, result)
+                return result
+        return await self._run(msgs, context)
+
+    async def _run(self, msgs: list[MessageExt], context: object, traced: bool = False) -> Any | None:
         args: tuple[Any, ...] = (msgs, context) if self.with_context else (msgs,)
         now = str(int(time.time() * 1000))
         for msg in msgs:
@@ -83,7 +95,9 @@ class ListenerRunner:
                         result = await self.listener(*args)
                     else:
                         loop = asyncio.get_running_loop()
-                        result = await loop.run_in_executor(self.executor, self.listener, *args)
+                        # With tracing the listener runs in the process span's context.
+                        fn = otel.in_context(self.listener) if traced else self.listener
+                        result = await loop.run_in_executor(self.executor, fn, *args)
                 return result
             except TimeoutError:
                 record_error(msgs, f"listener timed out after {self.timeout_s:.0f} s")

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from orbitmq.client import otel
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lookups import Lookups
@@ -137,6 +138,11 @@ class LitePullConsumer(ClientService):
 
     async def poll(self, timeout: float | None = None) -> list[MessageExt]:
         """The next pulled batch, or [] when none arrives within `timeout` seconds."""
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None:
+            return await otel.receiving(tracer, self.group, "", self._poll(timeout), lambda msgs: msgs)
+        return await self._poll(timeout)
+
+    async def _poll(self, timeout: float | None) -> list[MessageExt]:
         self.instance  # noqa: B018 - raises when not started
         if self.config.auto_commit and time.monotonic() >= self._next_auto_commit:
             self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000

@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeGuard
 
-from orbitmq.client import request_reply
+from orbitmq.client import otel, request_reply
 from orbitmq.client.accumulator import SendAccumulator, coalescable
 from orbitmq.client.acl import acl_options
 from orbitmq.client.batch import encode_batch, split_batches
@@ -189,6 +189,13 @@ class Producer(ClientService):
         queue: MessageQueue | None = None,
     ) -> None:
         """Send without waiting for the broker; delivery is not confirmed and nothing is retried."""
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None:
+            with otel.sending(tracer, self.group, msg):
+                return await self._send_oneway(msg, selector, arg, queue)
+        return await self._send_oneway(msg, selector, arg, queue)
+
+    async def _send_oneway(self, msg: Message | Sequence[Message], selector: QueueSelector | None, arg: Any,
+                           queue: MessageQueue | None) -> None:
         batch, msgs, encoded = self._prepare(msg)
         info_queues = await self._queues(msgs[0].topic)
         mq = queue or (selector(info_queues, msg, arg) if selector else None)
@@ -198,6 +205,8 @@ class Producer(ClientService):
             mq = self._fault.select(publish.queues, publish.counter, None)
         code, fields, body, _ = self._request(batch, msgs, mq, encoded)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        if otel.INSTALLED:
+            otel.note_broker(addr)
         await self.instance.api.send_oneway(addr, code, fields, body)
 
     async def send_batches(self, msgs: Sequence[Message], *, timeout: float | None = None) -> list[SendResult]:
@@ -234,6 +243,12 @@ class Producer(ClientService):
 
     async def _accumulate(self, msg: Message, timeout: float | None) -> SendResult:
         assert self._accumulator is not None
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None:
+            with otel.sending(tracer, self.group, msg) as span:  # the context goes in before the size estimate
+                self._prepare(msg)
+                result = await self._accumulator.send(msg, timeout)
+                otel.sent(span, msg, result)
+                return result
         self._prepare(msg)  # validation errors reach this caller at once, as for any send
         return await self._accumulator.send(msg, timeout)
 
@@ -244,6 +259,12 @@ class Producer(ClientService):
 
     async def _send_coalesced(self, msgs: list[Message], timeout: float | None) -> SendResult:
         """Validated messages of one topic as one batch (the accumulator splits the result)."""
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None:
+            with otel.sending_batch(tracer, self.group, msgs) as span:
+                result = await self._send_prepared(True, msgs, encode_batch(msgs), msgs, None, None, timeout,
+                                                   self.config.retry_times_when_send_failed)
+                otel.sent(span, msgs, result)
+                return result
         return await self._send_prepared(True, msgs, encode_batch(msgs), msgs, None, None, timeout,
                                          self.config.retry_times_when_send_failed)
 
@@ -284,6 +305,12 @@ class Producer(ClientService):
         timeout: float | None,
         retries: int,
     ) -> SendResult:
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None:
+            with otel.sending(tracer, self.group, msg) as span:  # the context goes in before encoding
+                batch, msgs, encoded = self._prepare(msg)
+                result = await self._send_prepared(batch, msgs, encoded, msg, selector, arg, timeout, retries, queue)
+                otel.sent(span, msg, result)
+                return result
         batch, msgs, encoded = self._prepare(msg)
         return await self._send_prepared(batch, msgs, encoded, msg, selector, arg, timeout, retries, queue)
 
@@ -399,6 +426,8 @@ class Producer(ClientService):
         started = time.monotonic()
         code, fields, body, msg_id = self._request(batch, msgs, mq, encoded)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        if otel.INSTALLED:
+            otel.note_broker(addr)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RequestTimeout("send timed out before the request was made")

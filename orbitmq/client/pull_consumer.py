@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orbitmq.client import otel
 from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
 from orbitmq.client.instance import ClientInstance
 from orbitmq.client.lookups import Lookups
@@ -145,8 +146,10 @@ class PullConsumer(ClientService):
         if sd is None:
             sd = self._subs[key] = subscription_data(mq.topic, expression)
         sys_flag = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms else 0)
-        return await self.pulling.pull(mq, sd, offset, max_nums, sys_flag, 0, suspend_ms, timeout,
-                                       send_expression=True)
+        pull = self.pulling.pull(mq, sd, offset, max_nums, sys_flag, 0, suspend_ms, timeout, send_expression=True)
+        if otel.INSTALLED and (tracer := otel.tracer()) is not None:
+            return await otel.receiving(tracer, self.group, mq.topic, pull, lambda r: r.messages)
+        return await pull
 
     async def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
         """Record that everything before `offset` is consumed (stored in the background)."""

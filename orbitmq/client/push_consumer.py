@@ -155,6 +155,7 @@ class PushConsumer(ClientService):
                                  self.config.consume_timeout_minutes * 60.0, self._trace, self.group)
         orderly = self._orderly
         runner.on_result = lambda msgs, result, rt_ms: self.stats.consumed(msgs, result, rt_ms, orderly)
+        runner.group = self.group
         self._runner = runner
         self.consume_service: ConcurrentConsumeService | OrderlyConsumeService
         if self._orderly:
