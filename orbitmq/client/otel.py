@@ -140,6 +140,18 @@ def inject(msg: Message) -> None:
     _propagate.inject(msg.properties)
 
 
+def context_properties(span: Span) -> dict[str, str]:
+    """The `traceparent`/`tracestate` properties that make `span` the parent of a message's consumers."""
+    carrier: dict[str, str] = {}
+    _propagate.inject(carrier, context=_trace.set_span_in_context(span))
+    return carrier
+
+
+def start_task_span(tr: Tracer, operation: str, topic: str, group: str, kind: Any) -> Span:
+    """A span for a whole Spark task's reading or writing of `topic` (ended by the caller)."""
+    return tr.start_span(f"{operation} {topic}", kind=kind, attributes=_base(operation, topic, group))
+
+
 def extract(msg: Message) -> Any:
     """The context `msg` carries (empty when it has none)."""
     if TRACEPARENT not in msg.properties:

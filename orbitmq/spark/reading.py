@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from orbitmq.client import otel
 from orbitmq.common.pull import PullStatus
 from orbitmq.errors import CorruptRecord
 from orbitmq.spark.cluster import Cluster
@@ -42,11 +43,34 @@ def read_range(options: SourceOptions, r: QueueRange, cluster: Cluster | None = 
     """
     own = cluster is None
     c = Cluster(options.connection) if cluster is None else cluster
+    tracer = otel.tracer() if otel.INSTALLED else None
     try:
-        yield from _pull_range(c, options, r)
+        if tracer is None:
+            yield from _pull_range(c, options, r)
+        else:
+            yield from _traced(tracer, options, r, _pull_range(c, options, r))
     finally:
         if own:
             c.close()
+
+
+def _traced(tracer: Any, options: SourceOptions, r: QueueRange,
+            batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A `receive <topic>` span over reading a range; the rows carry their messages' own context."""
+    span = otel.start_task_span(tracer, "receive", r.queue.topic, options.pull_group, otel.SpanKind.CLIENT)
+    span.set_attribute("messaging.destination.partition.id", r.queue.key)
+    rows = 0
+    try:
+        for rb in batches:
+            rows += rb.num_rows
+            yield rb
+    except Exception as exc:
+        span.record_exception(exc)
+        span.set_status(otel.StatusCode.ERROR, type(exc).__name__)
+        raise
+    finally:
+        span.set_attribute("messaging.batch.message_count", rows)
+        span.end()
 
 
 def _lost(options: SourceOptions, r: QueueRange, what: str) -> None:

@@ -21,15 +21,17 @@ write's own.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from orbitmq.client import otel
 from orbitmq.client.batch import ITEM_HEAD, ITEM_OVERHEAD, PROPS_LEN
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import java_string_hash
@@ -183,7 +185,7 @@ def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags:
     # Properties every row of this task shares, encoded once.
     shared = "".join(f"\x02{k}\x01{v}" for k, v in {**tags, PARTITION_ID: str(partition)}.items())
     seq = 0
-    with Cluster(options.connection) as cluster:
+    with Cluster(options.connection) as cluster, _task_spans(options.producer_group) as tracing:
         router = _Router(cluster, options.batch_size, partition)
 
         def send(key: Hashable, items: list[bytes]) -> None:
@@ -226,10 +228,60 @@ def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags:
                     text += f"\x02TAGS\x01{tag_col[i]}"
                 if props[i]:
                     text += _user_properties(props[i], seq)  # type: ignore[arg-type]
+                if tracing is not None and not _has_context(props[i]):  # type: ignore[arg-type]
+                    text += tracing.properties(topic)
                 seq += 1
                 batcher.add(router.pick(topic, shard[i]), _item(body, text.encode("utf-8")))  # type: ignore[arg-type]
         batcher.flush()
         return batcher.sent
+
+
+def _has_context(pairs: list[tuple[str, str | None]] | None) -> bool:
+    return any(name == otel.TRACEPARENT and value for name, value in pairs or ())
+
+
+class _TaskSpans:
+    """OpenTelemetry in one sink task: a `send <topic>` span per topic, the parent of the rows that
+    carry no context of their own (a row with a `traceparent` property continues its own trace)."""
+
+    def __init__(self, tracer: Any, group: str) -> None:
+        self._tracer = tracer
+        self._group = group
+        self._spans: dict[str, tuple[Any, str]] = {}
+        self._counts: dict[str, int] = {}
+
+    def properties(self, topic: str) -> str:
+        """The encoded trace context properties of `topic`'s span."""
+        entry = self._spans.get(topic)
+        if entry is None:
+            span = otel.start_task_span(self._tracer, "send", topic, self._group, otel.SpanKind.PRODUCER)
+            text = "".join(f"\x02{k}\x01{v}" for k, v in otel.context_properties(span).items())
+            entry = self._spans[topic] = (span, text)
+        self._counts[topic] = self._counts.get(topic, 0) + 1
+        return entry[1]
+
+    def end(self, error: BaseException | None) -> None:
+        for topic, (span, _) in self._spans.items():
+            span.set_attribute("messaging.batch.message_count", self._counts[topic])
+            if error is not None:
+                span.record_exception(error)
+                span.set_status(otel.StatusCode.ERROR, type(error).__name__)
+            span.end()
+
+
+@contextlib.contextmanager
+def _task_spans(group: str) -> Iterator[_TaskSpans | None]:
+    tracer = otel.tracer() if otel.INSTALLED else None
+    if tracer is None:
+        yield None
+        return
+    spans = _TaskSpans(tracer, group)
+    try:
+        yield spans
+    except BaseException as exc:
+        spans.end(exc)
+        raise
+    spans.end(None)
 
 
 def _context() -> tuple[int, int]:

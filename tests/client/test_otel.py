@@ -12,17 +12,25 @@ from typing import Any
 
 import pytest
 
-from orbitmq.client import ConsumeResult, LitePullConsumer, Message, MessageExt, Producer, PullConsumer, PushConsumer
-from orbitmq.client import otel
+from orbitmq.client import (
+    ConsumeResult,
+    LitePullConsumer,
+    Message,
+    MessageExt,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+    otel,
+)
 from orbitmq.common.pull import PullStatus
 from tests.client.helpers import Collector, create_topic, wait_until
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import SpanKind  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 pytestmark = pytest.mark.timeout(90)
 
