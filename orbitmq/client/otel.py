@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -58,6 +59,19 @@ _provider: Any = None
 _tracer: Any = None
 
 
+def _global_unset() -> bool:
+    """No global tracer provider set (read without the environment lookup get_tracer_provider makes)."""
+    return getattr(_trace, "_TRACER_PROVIDER", True) is None
+
+
+#: How to tell that no global provider is set; the API's own call when OTEL_PYTHON_TRACER_PROVIDER
+#: names one (it is made on first use) or when the API's private global is not there to read.
+_GLOBAL_UNSET: Callable[[], bool] = (
+    _global_unset if INSTALLED and "OTEL_PYTHON_TRACER_PROVIDER" not in os.environ
+    and hasattr(_trace, "_TRACER_PROVIDER") else (lambda: False)
+)
+
+
 def set_tracer_provider(provider: Any) -> None:
     """Trace OrbitMQ's clients with `provider` rather than the global one; None: the global again."""
     global _provider, _tracer
@@ -69,6 +83,8 @@ def tracer() -> Tracer | None:
     global _tracer
     if _tracer is not None or not INSTALLED:
         return _tracer  # type: ignore[no-any-return]
+    if _provider is None and _GLOBAL_UNSET():
+        return None  # the common case without tracing: no global provider yet, in about 100 ns
     provider = _provider if _provider is not None else _trace.get_tracer_provider()
     if isinstance(provider, (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider)):
         return None  # no provider set yet: checked again next time
