@@ -16,9 +16,10 @@ Spans follow OpenTelemetry's messaging semantic conventions (messaging.system "r
   batching formed is sent under a ``send <topic>`` (CLIENT) span linked to its messages' spans.
 * ``receive <topic>`` (CLIENT) around a pull consumer's `pull()` and a lite pull consumer's
   `poll()` that returned messages, linked to the messages' contexts.
-* ``process <topic>`` (CONSUMER) around a push consumer's listener. One message: the span is a
-  child of the message's context, so the producer's trace continues into the consumer (a
-  message without context starts a new trace); several: a new trace linked to each context.
+* ``process <topic>`` (CONSUMER) around a push consumer's listener, linked to each message's
+  context. One message: the span is also a child of that context, so the producer's trace
+  continues into the consumer (a message without context starts a new trace); several: a new
+  trace.
   `processing()` gives pull users the same span.
 
 Messages on system topics (retry, dead letter, trace, transaction half topics) keep the context
@@ -244,7 +245,8 @@ def sent(span: Span, msg: Message | Sequence[Message], result: Any) -> None:
 def processing(msgs: Sequence[MessageExt], group: str = "", tr: Tracer | None = None) -> Iterator[Span | None]:
     """The process span around handling `msgs`, current inside the block (None when tracing is off).
 
-    One message: a child of the context it carries. Several: a new trace linked to each context.
+    Linked to each message's context; with one message also its child (a message without context
+    starts a new trace). Several: a new trace.
     """
     tr = tr if tr is not None else tracer()
     if tr is None or not msgs:
@@ -252,16 +254,18 @@ def processing(msgs: Sequence[MessageExt], group: str = "", tr: Tracer | None = 
         return
     topic = msgs[0].topic
     attrs = _base("process", topic, group)
+    # The conventions want a link to each message's creation context; with one message that
+    # context may also be the parent, which keeps producer and consumer in one trace.
     if len(msgs) == 1:
         _message_attributes(attrs, msgs[0])
-        parent, links = extract(msgs[0]), None
+        parent = extract(msgs[0])
     else:
         attrs["messaging.batch.message_count"] = len(msgs)
-        parent, links = _context.Context(), _links(msgs)
+        parent = _context.Context()
     if msgs[0].store_host:
         set_server_attrs(attrs, msgs[0].store_host)
     with tr.start_as_current_span(f"process {topic}", context=parent, kind=SpanKind.CONSUMER,
-                                  attributes=attrs, links=links) as span:
+                                  attributes=attrs, links=_links(msgs)) as span:
         yield span
 
 

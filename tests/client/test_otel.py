@@ -118,6 +118,7 @@ async def test_a_single_send_and_its_push_consumption_are_one_trace(
     (process,) = named(spans, f"process {topic}")
     assert process.kind is SpanKind.CONSUMER
     assert process.parent is not None and (process.parent.trace_id, process.parent.span_id) == ids(send)
+    assert [(link.context.trace_id, link.context.span_id) for link in process.links] == [ids(send)]
     pattrs = dict(process.attributes or {})
     assert pattrs["messaging.operation.type"] == "process"
     assert pattrs["messaging.rocketmq.client_group"] == cg
@@ -286,3 +287,22 @@ async def test_a_failed_consumption_marks_the_process_span_and_message_trace_sti
         await asyncio.sleep(0.25)
     assert any(line.startswith("Pub") for line in lines)
     assert sum(line.startswith("SubAfter") for line in lines) >= 2
+
+
+def test_tracing_turns_on_when_a_global_provider_is_set_later() -> None:
+    """In a fresh interpreter: off before the application sets its global provider, on after."""
+    import subprocess
+    import sys
+
+    script = (
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from orbitmq.client import otel\n"
+        "assert otel.tracer() is None\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert otel.tracer() is not None\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
