@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -35,3 +36,13 @@ def namesrv_process(tmp_path) -> Iterator[ServerProcess]:  # type: ignore[no-unt
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    """OrbitMQ's clients traced into the SDK's in-memory exporter (an InMemorySpanExporter) for one test."""
+    pytest.importorskip("opentelemetry.sdk")
+    from tests.support.otel import memory_tracing
+
+    with memory_tracing() as exporter:
+        yield exporter

@@ -7,7 +7,6 @@ Spans go to the SDK's in-memory exporter through a provider given to OrbitMQ alo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,35 +26,18 @@ from tests.client.helpers import Collector, create_topic, wait_until
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+
+from tests.support.otel import ids, memory_tracing
 
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    otel.set_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        otel.set_tracer_provider(None)
-        provider.shutdown()
-
-
 def named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
     return [s for s in exporter.get_finished_spans() if s.name == name]
-
-
-def ids(span: ReadableSpan) -> tuple[int, int]:
-    ctx = span.get_span_context()
-    assert ctx is not None
-    return ctx.trace_id, ctx.span_id
 
 
 def traceparent_of(span: ReadableSpan) -> str:
@@ -90,12 +72,20 @@ async def test_a_single_send_and_its_push_consumption_are_one_trace(
     namesrv: str, names: tuple[str, str, str], spans: InMemorySpanExporter
 ) -> None:
     topic, pg, cg = names
+    seen_in_listener: list[tuple[int, int]] = []
+
+    def collector_with_context(msgs: list[MessageExt]) -> ConsumeResult:
+        # A sync listener runs on a worker thread, inside the process span.
+        ctx = trace.get_current_span().get_span_context()
+        seen_in_listener.append((ctx.trace_id, ctx.span_id))
+        return collector(msgs)
+
     collector = Collector()
     async with Producer(pg, namesrv_addr=namesrv, auto_batch=False) as producer:
         await create_topic(producer, topic, queues=2)
         spans.clear()
         result = await producer.send(Message(topic, b"hello", tags="TagA", keys=["order-1"]))
-        consumer = push_consumer(namesrv, cg, topic, collector)
+        consumer = push_consumer(namesrv, cg, topic, collector_with_context)
         await consumer.start()
         try:
             await wait_until(lambda: len(collector.msgs) == 1)
@@ -119,6 +109,7 @@ async def test_a_single_send_and_its_push_consumption_are_one_trace(
     assert process.kind is SpanKind.CONSUMER
     assert process.parent is not None and (process.parent.trace_id, process.parent.span_id) == ids(send)
     assert [(link.context.trace_id, link.context.span_id) for link in process.links] == [ids(send)]
+    assert seen_in_listener == [ids(process)]
     pattrs = dict(process.attributes or {})
     assert pattrs["messaging.operation.type"] == "process"
     assert pattrs["messaging.rocketmq.client_group"] == cg
@@ -185,14 +176,14 @@ async def test_an_explicit_batch_gets_create_spans_and_a_linked_send(
     assert linked == {ids(c) for c in creates}
 
 
-async def test_lite_pull_poll_makes_a_receive_span_linked_to_the_sends(
+async def test_a_oneway_send_and_a_lite_pull_poll_are_linked(
     namesrv: str, names: tuple[str, str, str], spans: InMemorySpanExporter
 ) -> None:
     topic, pg, cg = names
     async with Producer(pg, namesrv_addr=namesrv, auto_batch=False) as producer:
         await create_topic(producer, topic, queues=1)
         spans.clear()
-        await producer.send(Message(topic, b"lite"))
+        await producer.send_oneway(Message(topic, b"lite"))
     (send,) = named(spans, f"send {topic}")
     consumer = LitePullConsumer(cg, namesrv_addr=namesrv, instance_name=f"otel-{cg}",
                                 consume_from_where="CONSUME_FROM_FIRST_OFFSET")
@@ -218,18 +209,14 @@ async def test_untraced_messages_carry_no_context_and_their_consumption_starts_a
         await create_topic(producer, topic, queues=1)
         assert otel.tracer() is None
         await producer.send(Message(topic, b"plain"))
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    otel.set_tracer_provider(provider)
     consumer = push_consumer(namesrv, cg, topic, collector)
-    try:
-        await consumer.start()
-        await wait_until(lambda: len(collector.msgs) == 1)
-        await wait_until(lambda: len(named(exporter, f"process {topic}")) == 1)
-    finally:
-        await consumer.shutdown()
-        otel.set_tracer_provider(None)
+    with memory_tracing() as exporter:
+        try:
+            await consumer.start()
+            await wait_until(lambda: len(collector.msgs) == 1)
+            await wait_until(lambda: len(named(exporter, f"process {topic}")) == 1)
+        finally:
+            await consumer.shutdown()
     (msg,) = collector.msgs
     assert "traceparent" not in msg.properties and "tracestate" not in msg.properties
     (process,) = named(exporter, f"process {topic}")

@@ -8,7 +8,6 @@ code (`write_rows`, `read_range`) in this process.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,31 +19,12 @@ from tests.spark.conftest import DevCluster
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("pyarrow")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from tests.support.otel import ids
+
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    otel.set_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        otel.set_tracer_provider(None)
-        provider.shutdown()
-
-
-def ids(span: ReadableSpan) -> tuple[int, int]:
-    ctx = span.get_span_context()
-    assert ctx is not None
-    return ctx.trace_id, ctx.span_id
 
 
 async def _send(namesrv: str, topic: str, bodies: list[bytes]) -> None:
