@@ -293,3 +293,20 @@ def test_tracing_turns_on_when_a_global_provider_is_set_later() -> None:
     out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_without_opentelemetry_installed_the_client_imports_and_tracing_is_off() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None  # as if the otel extra were not installed\n"
+        "from orbitmq.client import Producer, PushConsumer, otel\n"
+        "import orbitmq.client.lite_pull_consumer, orbitmq.client.pull_consumer\n"
+        "assert not otel.INSTALLED and otel.tracer() is None\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
