@@ -112,6 +112,13 @@ def _base(operation: str, topic: str, group: str) -> dict[str, Any]:
     return attrs
 
 
+def _consumer_base(operation: str, topic: str, group: str) -> dict[str, Any]:
+    attrs = _base(operation, topic, group)
+    if group:
+        attrs["messaging.consumer.group.name"] = group  # the newer conventions' name for it
+    return attrs
+
+
 def _message_attributes(attrs: dict[str, Any], msg: Message) -> dict[str, Any]:
     msg_id = msg.msg_id if isinstance(msg, MessageExt) else msg.unique_key
     if msg_id:
@@ -253,7 +260,7 @@ def processing(msgs: Sequence[MessageExt], group: str = "", tr: Tracer | None = 
         yield None
         return
     topic = msgs[0].topic
-    attrs = _base("process", topic, group)
+    attrs = _consumer_base("process", topic, group)
     # The conventions want a link to each message's creation context; with one message that
     # context may also be the parent, which keeps producer and consumer in one trace.
     if len(msgs) == 1:
@@ -301,7 +308,7 @@ async def receiving(tr: Tracer, group: str, topic: str, call: Awaitable[R],
 
 def _receive_span(tr: Tracer, group: str, topic: str, msgs: Sequence[MessageExt], start_ns: int,
                   error: BaseException | None) -> None:
-    attrs = _base("receive", topic, group)
+    attrs = _consumer_base("receive", topic, group)
     attrs["messaging.batch.message_count"] = len(msgs)
     if msgs and msgs[0].store_host:
         set_server_attrs(attrs, msgs[0].store_host)
