@@ -276,37 +276,30 @@ async def test_a_failed_consumption_marks_the_process_span_and_message_trace_sti
     assert sum(line.startswith("SubAfter") for line in lines) >= 2
 
 
-def test_tracing_turns_on_when_a_global_provider_is_set_later() -> None:
-    """In a fresh interpreter: off before the application sets its global provider, on after."""
+_LATER_PROVIDER = (
+    "from opentelemetry import trace\n"
+    "from opentelemetry.sdk.trace import TracerProvider\n"
+    "from orbitmq.client import otel\n"
+    "assert otel.tracer() is None\n"
+    "trace.set_tracer_provider(TracerProvider())\n"
+    "assert otel.tracer() is not None\n"
+)
+_NOT_INSTALLED = (
+    "import sys\n"
+    "sys.modules['opentelemetry'] = None  # as if the otel extra were not installed\n"
+    "from orbitmq.client import Producer, PushConsumer, otel\n"
+    "import orbitmq.client.lite_pull_consumer, orbitmq.client.pull_consumer, orbitmq.client.listener\n"
+    "assert not otel.INSTALLED and otel.tracer() is None\n"
+)
+
+
+@pytest.mark.parametrize("script", [_LATER_PROVIDER, _NOT_INSTALLED], ids=["provider-set-later", "api-missing"])
+def test_in_a_fresh_interpreter_tracing_follows_the_api_and_the_global_provider(script: str) -> None:
+    """Off until the application sets its global provider, on after; off and importable without the API."""
     import subprocess
     import sys
 
-    script = (
-        "from opentelemetry import trace\n"
-        "from opentelemetry.sdk.trace import TracerProvider\n"
-        "from orbitmq.client import otel\n"
-        "assert otel.tracer() is None\n"
-        "trace.set_tracer_provider(TracerProvider())\n"
-        "assert otel.tracer() is not None\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
-
-
-def test_without_opentelemetry_installed_the_client_imports_and_tracing_is_off() -> None:
-    import subprocess
-    import sys
-
-    script = (
-        "import sys\n"
-        "sys.modules['opentelemetry'] = None  # as if the otel extra were not installed\n"
-        "from orbitmq.client import Producer, PushConsumer, otel\n"
-        "import orbitmq.client.lite_pull_consumer, orbitmq.client.pull_consumer\n"
-        "assert not otel.INSTALLED and otel.tracer() is None\n"
-        "print('ok')\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", script + "print('ok')\n"], check=False, capture_output=True,
+                         text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
