@@ -3,12 +3,14 @@
 `orbitmq broker -c broker.conf [-n host:port] [--listen HOST:PORT] [--store DIR]`
 runs one broker from a RocketMQ-style broker.conf; flags override the file.
 
-`orbitmq dev [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [--host 127.0.0.1]`
-runs a NameServer and a Broker in one process (one event loop) with the
-store in ./orbitmq-data unless told otherwise.
+`orbitmq dev [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [--host 127.0.0.1]
+[--metrics-port 5557 | --no-metrics]` runs a NameServer and a Broker in one process (one
+event loop) with the store in ./orbitmq-data unless told otherwise, and serves both
+servers' Prometheus metrics on HOST:5557/metrics.
 
 Both print one stdout line per listener once bound (`namesrv listening on
-HOST:PORT`, `broker <name> listening on HOST:PORT`), log to stderr, stop
+HOST:PORT`, `broker <name> listening on HOST:PORT`, `metrics listening on
+HOST:PORT` when metrics are served), log to stderr, stop
 cleanly on SIGINT/SIGTERM (exit 0), and exit with code 2 on bad flags or
 configuration.
 """
@@ -22,6 +24,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import click
 
@@ -32,11 +35,18 @@ from orbitmq.console.cli import dev_console_option
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
 
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from orbitmq.metrics import MetricsServer
+
 log = logging.getLogger("orbitmq.broker")
 
 #: `orbitmq dev` keeps CommitLog files smaller than RocketMQ's 1 GiB so a first start
 #: does not pre-touch a gigabyte on a laptop; the format is the same.
 DEV_COMMIT_LOG_FILE_SIZE = 128 * 1024 * 1024
+#: `orbitmq dev`'s Prometheus port: RocketMQ 5's metricsPromExporterPort and rocketmq-exporter's.
+DEV_METRICS_PORT = 5557
 
 
 class ConfigProblem(click.ClickException):
@@ -121,14 +131,39 @@ async def _start_broker(config: BrokerConfig) -> tuple[Broker, str, int]:
     return broker, host, port
 
 
+async def start_metrics(
+    registry: CollectorRegistry, host: str, port: int, *, any_port_if_busy: bool = False
+) -> MetricsServer:
+    """The Prometheus endpoint (metricsExporterType=PROM); announces `metrics listening on HOST:PORT`."""
+    from orbitmq.metrics import serve_metrics
+
+    try:
+        server = await serve_metrics(registry, host, port, any_port_if_busy=any_port_if_busy)
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
+    assert server.address is not None
+    _announce(f"metrics listening on {server.address[0]}:{server.address[1]}")
+    return server
+
+
 async def serve_broker(config: BrokerConfig) -> None:
     async with _stop_signals() as stop:
         broker, host, port = await _start_broker(config)
+        metrics: MetricsServer | None = None
         try:
+            if config.metrics_exporter_type == "PROM":
+                from orbitmq.metrics import broker_registry
+
+                metrics = await start_metrics(
+                    broker_registry(broker), config.metrics_prom_exporter_host or config.listen_host,
+                    config.metrics_prom_exporter_port,
+                )
             _announce(f"broker {config.broker_name} listening on {host}:{port}")
             await stop.wait()
             log.info("broker shutting down")
         finally:
+            if metrics is not None:
+                await metrics.close()
             await broker.close()
 
 
@@ -167,7 +202,12 @@ def broker_command(
 
 
 async def serve_dev(
-    host: str, namesrv_port: int, broker_config: BrokerConfig, store_dir: str, console_listen: str = "off"
+    host: str,
+    namesrv_port: int,
+    broker_config: BrokerConfig,
+    store_dir: str,
+    console_listen: str = "off",
+    metrics_port: int | None = None,
 ) -> None:
     from orbitmq.console.cli import dev_console
     from orbitmq.namesrv.config import NamesrvConfig
@@ -192,12 +232,22 @@ async def serve_dev(
             _announce(f"store {os.path.abspath(store_dir)}")
             config = broker_config.with_properties({"namesrvAddr": f"{ns_host}:{ns_port}"})
             broker, b_host, b_port = await _start_broker(config)
+            metrics: MetricsServer | None = None
             try:
+                if metrics_port is not None:  # one endpoint for both servers
+                    from orbitmq.metrics import broker_registry, namesrv_registry
+
+                    metrics = await start_metrics(
+                        namesrv_registry(ns, broker_registry(broker)), host, metrics_port,
+                        any_port_if_busy=metrics_port == DEV_METRICS_PORT,
+                    )
                 _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
                 async with dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable, config.tls):
                     await stop.wait()
                     log.info("dev: shutting down")
             finally:
+                if metrics is not None:
+                    await metrics.close()
                 await broker.close()
         finally:
             await ns.close()
@@ -208,11 +258,23 @@ async def serve_dev(
 @click.option("--namesrv-port", default=9876, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--broker-port", default=10911, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface both servers listen on.")
+@click.option(
+    "--metrics-port", default=DEV_METRICS_PORT, show_default=True, type=click.IntRange(0, 65535),
+    help="Prometheus /metrics port on --host (the default gives way to a free port when in use).",
+)
+@click.option("--no-metrics", is_flag=True, help="Serve no /metrics endpoint.")
 @click.option("-c", "--config-file", "config_file", metavar="FILE", help="Extra broker.conf settings.")
 @dev_console_option
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def dev_command(
-    store_dir: str, namesrv_port: int, broker_port: int, host: str, config_file: str | None, console_listen: str,
+    store_dir: str,
+    namesrv_port: int,
+    broker_port: int,
+    host: str,
+    metrics_port: int,
+    no_metrics: bool,
+    config_file: str | None,
+    console_listen: str,
     verbose: bool,
 ) -> None:
     """Run a NameServer and a Broker in one process, for development."""
@@ -230,4 +292,4 @@ def dev_command(
         del props["brokerIP1"]
     config = build_config(props, config_file)
     _setup_logging(verbose)
-    run(serve_dev(host, namesrv_port, config, store_dir, console_listen))
+    run(serve_dev(host, namesrv_port, config, store_dir, console_listen, None if no_metrics else metrics_port))

@@ -25,6 +25,9 @@ from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import TlsSettings, split_tls_properties
 from orbitmq.store.config import BrokerRole, StoreConfig
 
+#: metricsExporterType values OrbitMQ serves (RocketMQ 5 also has OTLP_GRPC and LOG).
+METRICS_EXPORTER_TYPES = ("DISABLE", "PROM")
+
 #: RocketMQ's delay level table (messageDelayLevel), levels 1..18.
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
@@ -143,6 +146,12 @@ class BrokerConfig:
     #: and output their peers do not read (not a RocketMQ key; remoting/budget.py). Beyond it,
     #: connections with large frames wait (stop reading) for earlier ones to finish.
     remoting_memory_budget: int = 256 << 20
+    #: RocketMQ 5's metrics export: DISABLE, or PROM for a Prometheus endpoint (`/metrics`) on
+    #: metricsPromExporterHost:metricsPromExporterPort, an HTTP port apart from the remoting
+    #: ones and without ACL (docs/metrics.md). Empty host: the listen host; port 0: any free port.
+    metrics_exporter_type: str = "DISABLE"
+    metrics_prom_exporter_host: str = ""
+    metrics_prom_exporter_port: int = 5557
     store: StoreConfig = field(default_factory=StoreConfig)
     #: tls.server.mode for the client, VIP and HA ports; tls.enable for the broker's own
     #: connections (NameServers, its master's remoting and HA ports).
@@ -244,6 +253,12 @@ class BrokerConfig:
             raise ConfigError("timerMaxDelaySec must be positive")
         if not -1 <= self.fast_listen_port <= 65535:
             raise ConfigError(f"fastListenPort {self.fast_listen_port} is not a TCP port (or -1)")
+        if self.metrics_exporter_type not in METRICS_EXPORTER_TYPES:
+            raise ConfigError(
+                f"metricsExporterType {self.metrics_exporter_type!r} is not one of {', '.join(METRICS_EXPORTER_TYPES)}"
+            )
+        if not 0 <= self.metrics_prom_exporter_port <= 65535:
+            raise ConfigError(f"metricsPromExporterPort {self.metrics_prom_exporter_port} is not a TCP port")
         if not 0 <= self.listen_port <= 65535:
             raise ConfigError(f"listenPort {self.listen_port} is not a TCP port")
         if self.broker_id < 0:
@@ -300,6 +315,7 @@ class BrokerConfig:
 _RESTART_ONLY = (
     "acl_enable", "acl_config_path", "fast_listen_port", "fast_channel_enable", "listen_port",
     "broker_access_key", "broker_secret_key", "ha_auth_enable", "ha_secret", "remoting_memory_budget",
+    "metrics_exporter_type", "metrics_prom_exporter_host", "metrics_prom_exporter_port",
 )
 #: Shown masked by GET_BROKER_CONFIG.
 _SECRETS = frozenset({"broker_secret_key", "ha_secret"})

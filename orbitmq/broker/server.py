@@ -63,7 +63,7 @@ from orbitmq.broker.topics import TopicTable
 from orbitmq.broker.transaction import TransactionService
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import decode_record
-from orbitmq.errors import ConfigError, DiskFull, OrbitMQError, StoreError
+from orbitmq.errors import BrokerError, ConfigError, DiskFull, OrbitMQError, StoreError
 from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -124,8 +124,11 @@ class _TrackingRegistry:
         fast: RemotingServer | None = None,
         acl: AclValidator | None = None,
         store_health: WriteHealth | None = None,
+        stats: BrokerStats | None = None,
     ) -> None:
         self.server = server
+        #: Request latency per (request code, response code), for rocketmq_rpc_latency.
+        self.stats = stats
         self.fast = fast
         self.acl = acl
         #: A handler whose store write fails for lack of space answers 14 "disk full", logged once.
@@ -149,21 +152,35 @@ class _TrackingRegistry:
                     return None if request.is_oneway else request.response(exc.code, str(exc))
             self.in_flight += 1
             self._idle.clear()
+            started = time.perf_counter()
+            response_code = -1
             try:
                 response = await handler(request, peer)
                 if grant is not None and response is not None:
                     assert self.acl is not None
                     response = self.acl.screen(request, response, grant)
+                if response is not None:
+                    response_code = response.code
                 return response
             except (StoreError, OSError) as exc:
                 if not is_disk_full(exc):
+                    response_code = ResponseCode.SYSTEM_ERROR
                     raise  # a defect: answered and logged by the connection's error boundary
                 self.store_health.failed(exc)
+                response_code = ResponseCode.SERVICE_NOT_AVAILABLE
                 raise DiskFull(DISK_FULL_REMARK) from None
+            except BrokerError as exc:
+                response_code = exc.code
+                raise
+            except Exception:
+                response_code = ResponseCode.SYSTEM_ERROR
+                raise
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:
                     self._idle.set()
+                if self.stats is not None:
+                    self.stats.record_rpc(request.code, response_code, (time.perf_counter() - started) * 1000)
 
         self.server.register(code, tracked)
         if self.fast is not None and code != RequestCode.PULL_MESSAGE:
@@ -312,7 +329,7 @@ class Broker:
         fast_port = config.fast_port
         if fast_port is not None:
             self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls, memory_budget=budget)
-        registry = _TrackingRegistry(server, self.fast_server, self.acl, self.store_health)
+        registry = _TrackingRegistry(server, self.fast_server, self.acl, self.store_health, self.stats)
         self._registry = registry
         self._wire_handlers(registry, store)
         host, port = await server.start()

@@ -4,12 +4,20 @@ Counts messages put and got in total, per day (the "today morning" and
 "yesterday morning" totals RocketMQ reports), and per (group, topic) pulls;
 rates come from `sample(now)` calls every few seconds. The clock is passed in.
 
+It also keeps the traffic counters the Prometheus endpoint (orbitmq/metrics/)
+reads at scrape time: messages, bytes and a message size histogram per
+(topic, message type) stored, bytes per (group, topic) delivered, the next
+offset each group pulled per queue, and a request latency histogram per
+(request code, response code). Each is a plain dict and int add on the
+request path; nothing is formatted until a scrape asks.
+
 Owned by the broker's event loop; not thread-safe.
 """
 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 
@@ -17,6 +25,21 @@ from collections.abc import Callable
 #: snapshots of the per-(group, topic) counters, so a window's figures cover between the
 #: window and a sixtieth more (plus one sample interval).
 GET_WINDOWS_MS = (60_000, 3_600_000, 86_400_000)
+
+#: rocketmq_message_size's bucket upper bounds in bytes (RocketMQ 5's).
+MESSAGE_SIZE_BOUNDS = (1024, 4096, 524_288, 1_048_576, 2_097_152, 4_194_304)
+#: rocketmq_rpc_latency's bucket upper bounds in milliseconds (RocketMQ 5's).
+RPC_LATENCY_BOUNDS_MS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)
+
+#: Index of the message count and byte total in a `PutCounters` list; buckets follow.
+PUT_MESSAGES, PUT_BYTES, PUT_BUCKETS = 0, 1, 2
+#: Index of the count and the millisecond sum in an `RpcCounters` list; buckets follow.
+RPC_COUNT, RPC_SUM_MS, RPC_BUCKETS = 0, 1, 2
+
+#: [messages, bytes, bucket 0, ..., bucket +Inf] (per-bucket counts, not cumulative).
+PutCounters = list[int]
+#: [requests, latency sum (ms, float), bucket 0, ..., bucket +Inf].
+RpcCounters = list[float]
 
 
 def _day(now_ms: int) -> int:
@@ -50,15 +73,66 @@ class BrokerStats:
         self.put_tps = 0.0
         self.get_tps = 0.0
         self.group_tps: dict[tuple[str, str], float] = {}
+        #: (stored topic, message type) -> PutCounters.
+        self.puts: dict[tuple[str, str], PutCounters] = {}
+        #: (group, topic) -> bytes delivered by pulls.
+        self.get_bytes: dict[tuple[str, str], int] = {}
+        #: (group, topic) -> queue id -> the next offset the group's last pull of it returned.
+        self.pull_offsets: dict[tuple[str, str], dict[int, int]] = {}
+        #: (request code, response code) -> RpcCounters; response code -1: no response (oneway).
+        self.rpc: dict[tuple[int, int], RpcCounters] = {}
+        #: (group, original topic) -> messages sent to the group's dead letter topic.
+        self.dlq_puts: dict[tuple[str, str], int] = {}
 
-    def record_put(self, count: int) -> None:
+    def record_put(self, count: int, topic: str = "", size: int = 0, message_type: str = "normal") -> None:
+        """`count` messages of `size` bytes in all stored under `topic` (as stored, after
+        delay or transaction routing)."""
         self.put_total += count
+        if not topic:
+            return
+        key = (topic, message_type)
+        counters = self.puts.get(key)
+        if counters is None:
+            counters = self.puts[key] = [0] * (PUT_BUCKETS + len(MESSAGE_SIZE_BOUNDS) + 1)
+        counters[PUT_MESSAGES] += count
+        counters[PUT_BYTES] += size
+        counters[PUT_BUCKETS + bisect_left(MESSAGE_SIZE_BOUNDS, size // count if count > 1 else size)] += count
 
-    def record_get(self, group: str, topic: str, count: int) -> None:
+    def record_get(
+        self, group: str, topic: str, count: int, size: int = 0, queue_id: int = -1, next_offset: int = -1
+    ) -> None:
         self.get_total += count
         key = (group, topic)
         self._group_gets[key] = self._group_gets.get(key, 0) + count
         self._group_pulls[key] = self._group_pulls.get(key, 0) + 1
+        if size:
+            self.get_bytes[key] = self.get_bytes.get(key, 0) + size
+        if queue_id >= 0:
+            self.record_pull_offset(group, topic, queue_id, next_offset)
+
+    def group_gets(self) -> dict[tuple[str, str], int]:
+        """(group, topic) -> messages delivered to the group by pulls (live view, read only)."""
+        return self._group_gets
+
+    def record_pull_offset(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        """Where the group's next pull of the queue starts (its in-flight messages end there)."""
+        queues = self.pull_offsets.get((group, topic))
+        if queues is None:
+            queues = self.pull_offsets[(group, topic)] = {}
+        queues[queue_id] = next_offset
+
+    def record_rpc(self, request_code: int, response_code: int, elapsed_ms: float) -> None:
+        key = (request_code, response_code)
+        counters = self.rpc.get(key)
+        if counters is None:
+            counters = self.rpc[key] = [0.0] * (RPC_BUCKETS + len(RPC_LATENCY_BOUNDS_MS) + 1)
+        counters[RPC_COUNT] += 1
+        counters[RPC_SUM_MS] += elapsed_ms
+        counters[RPC_BUCKETS + bisect_left(RPC_LATENCY_BOUNDS_MS, elapsed_ms)] += 1
+
+    def record_dlq(self, group: str, topic: str) -> None:
+        key = (group, topic)
+        self.dlq_puts[key] = self.dlq_puts.get(key, 0) + 1
 
     def sample(self) -> None:
         """Roll the day counters and recompute the rates since the previous sample."""

@@ -87,12 +87,27 @@ async def serve(config: NamesrvConfig) -> None:
         ) from None
     except ConfigError as exc:
         raise ConfigProblem(str(exc)) from None
+    metrics = None
     try:
+        if config.metrics_exporter_type == "PROM":
+            from orbitmq.metrics import namesrv_registry, serve_metrics
+
+            m_host = config.metrics_prom_exporter_host or config.listen_host
+            try:
+                metrics = await serve_metrics(namesrv_registry(ns), m_host, config.metrics_prom_exporter_port)
+            except OSError as exc:
+                raise click.ClickException(
+                    f"cannot serve metrics on {m_host}:{config.metrics_prom_exporter_port}: {exc.strerror or exc}"
+                ) from None
+            assert metrics.address is not None
+            click.echo(f"metrics listening on {metrics.address[0]}:{metrics.address[1]}")
         click.echo(f"namesrv listening on {host}:{port}")
         sys.stdout.flush()
         await stop.wait()
         log.info("namesrv shutting down")
     finally:
+        if metrics is not None:
+            await metrics.close()
         await ns.close()
 
 
@@ -102,6 +117,8 @@ Config file keys (RocketMQ's names; durations in ms):
   scanNotActiveBrokerInterval (10000), brokerChannelExpiredTime (120000),
   maxFrameLength, remotingMemoryBudget (bytes, 268435456), rocketmqHome,
   productEnvName, clusterTest.
+Metrics: metricsExporterType=PROM serves /metrics on metricsPromExporterHost
+  (default listenHost):metricsPromExporterPort (default 5557).
 OrbitMQ's own: aclEnable (writes need an admin account of aclConfigPath,
   a plain_acl.yml; default next to kvConfigPath).
 RocketMQ's TLS keys: tls.server.mode (disabled|permissive|enforcing),

@@ -52,6 +52,11 @@ class NamesrvConfig:
     #: plain_acl.yml as the broker reads it; reads stay open. Empty path: plain_acl.yml next to kvConfigPath.
     acl_enable: bool = False
     acl_config_path: str = ""
+    #: Prometheus endpoint (`/metrics`), as the broker's keys: DISABLE or PROM; empty host means
+    #: the listen host; port 0 any free port (docs/metrics.md).
+    metrics_exporter_type: str = "DISABLE"
+    metrics_prom_exporter_host: str = ""
+    metrics_prom_exporter_port: int = 5557
     #: RocketMQ keys that were given but have no effect here.
     ignored_keys: tuple[str, ...] = ()
     #: tls.server.mode and the rest of RocketMQ's tls.* settings for the listening port.
@@ -62,6 +67,10 @@ class NamesrvConfig:
             object.__setattr__(self, "kv_config_path", _default_kv_config_path())
         if not 0 <= self.listen_port <= 65535:
             raise ConfigError(f"listenPort must be 0..65535, got {self.listen_port}")
+        if self.metrics_exporter_type not in ("DISABLE", "PROM"):
+            raise ConfigError(f"metricsExporterType must be DISABLE or PROM, got {self.metrics_exporter_type!r}")
+        if not 0 <= self.metrics_prom_exporter_port <= 65535:
+            raise ConfigError(f"metricsPromExporterPort must be 0..65535, got {self.metrics_prom_exporter_port}")
         for name in ("scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length",
                      "remoting_memory_budget"):
             if getattr(self, name) <= 0:
@@ -155,6 +164,9 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "clusterTest": ("cluster_test", _parse_bool),
     "aclEnable": ("acl_enable", _parse_bool),
     "aclConfigPath": ("acl_config_path", _parse_str),
+    "metricsExporterType": ("metrics_exporter_type", _parse_str),
+    "metricsPromExporterHost": ("metrics_prom_exporter_host", _parse_str),
+    "metricsPromExporterPort": ("metrics_prom_exporter_port", _parse_int),
 }
 _KEY_OF_FIELD: dict[str, str] = {name: key for key, (name, _) in _KEYS.items()}
 
@@ -166,6 +178,7 @@ STARTUP_ONLY_KEYS = frozenset({
     "listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "remotingMemoryBudget", "rocketmqHome",
     # Turning ACL off over the wire would let a request lift its own check.
     "aclEnable", "aclConfigPath",
+    "metricsExporterType", "metricsPromExporterHost", "metricsPromExporterPort",
 })
 
 #: RocketMQ 4.x namesrv keys that tune Netty thread pools, buffers and its

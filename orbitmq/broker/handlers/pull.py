@@ -231,7 +231,9 @@ class PullHandler:
             )
             code = response_code(result, offset)
         if self.stats is not None and result.message_count:
-            self.stats.record_get(group, topic, result.message_count)
+            self.stats.record_get(
+                group, topic, result.message_count, result.buffer_total_size, queue_id, result.next_begin_offset
+            )
         suggest = 0
         if config.slave_read_enable:
             # RocketMQ's rule: a consumer far behind (its data no longer in memory) is sent to

@@ -123,6 +123,14 @@ _STORED_CODES = {
 }
 
 
+def _message_type(sys_flag: int, stored_topic: str, topic: str) -> str:
+    """rocketmq_messages_in_total's message_type: a half message, one the delay or timer
+    routing moved to its own topic, or a plain one."""
+    if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED:
+        return "transaction"
+    return "delay" if stored_topic != topic else "normal"
+
+
 def status_response(request: RemotingCommand, result: PutMessageResult, max_body: int) -> RemotingCommand:
     """Map a put's status to RocketMQ's response code and remark (SendMessageProcessor's table)."""
     status = result.status
@@ -389,7 +397,7 @@ class SendHandlers:
             if self.store_health.failing:
                 self.store_health.succeeded()
             if self.stats is not None:
-                self.stats.record_put(1)
+                self.stats.record_put(1, msg.topic, len(body), _message_type(sys_flag, msg.topic, topic))
             return RemotingCommand(
                 ResponseCode.SUCCESS,
                 {
@@ -407,7 +415,7 @@ class SendHandlers:
         if result.is_ok and ar is not None:
             response.ext_fields = self._response_fields(ar.msg_id, queue_id, ar.logics_offset)
             if self.stats is not None:
-                self.stats.record_put(1)
+                self.stats.record_put(1, msg.topic, len(body), _message_type(sys_flag, msg.topic, topic))
         return response
 
     def _retry_or_dlq(
@@ -504,5 +512,5 @@ class SendHandlers:
             ids = ",".join(ar.msg_ids) if ar.msg_ids else ar.msg_id
             response.ext_fields = self._response_fields(ids, queue_id, ar.logics_offset)
             if self.stats is not None:
-                self.stats.record_put(ar.msg_num)
+                self.stats.record_put(ar.msg_num, topic, len(body))
         return response

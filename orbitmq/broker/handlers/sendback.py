@@ -100,7 +100,9 @@ class SendBackHandler:
         if not result.is_ok:
             return status_response(request, result, config.store.max_message_size)
         if self.stats is not None:
-            self.stats.record_put(1)
+            self.stats.record_put(1, msg.topic, len(msg.body))
+            if target.dead:
+                self.stats.record_dlq(group_name, msg.properties.get(mc.RETRY_TOPIC, original.topic))
         return request.response(ResponseCode.SUCCESS)
 
     @staticmethod
