@@ -23,7 +23,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -36,9 +36,7 @@ from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
 
 if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
-
-    from orbitmq.metrics import MetricsServer
+    from orbitmq.metrics import FamilySource, MetricsServer
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -132,13 +130,13 @@ async def _start_broker(config: BrokerConfig) -> tuple[Broker, str, int]:
 
 
 async def start_metrics(
-    registry: CollectorRegistry, host: str, port: int, *, any_port_if_busy: bool = False
+    sources: Sequence[FamilySource], host: str, port: int, *, any_port_if_busy: bool = False
 ) -> MetricsServer:
     """The Prometheus endpoint (metricsExporterType=PROM); announces `metrics listening on HOST:PORT`."""
     from orbitmq.metrics import serve_metrics
 
     try:
-        server = await serve_metrics(registry, host, port, any_port_if_busy=any_port_if_busy)
+        server = await serve_metrics(sources, host, port, any_port_if_busy=any_port_if_busy)
     except OSError as exc:
         raise click.ClickException(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
     assert server.address is not None
@@ -152,10 +150,10 @@ async def serve_broker(config: BrokerConfig) -> None:
         metrics: MetricsServer | None = None
         try:
             if config.metrics_exporter_type == "PROM":
-                from orbitmq.metrics import broker_registry
+                from orbitmq.metrics import BrokerMetrics
 
                 metrics = await start_metrics(
-                    broker_registry(broker), config.metrics_prom_exporter_host or config.listen_host,
+                    [BrokerMetrics(broker)], config.metrics_prom_exporter_host or config.listen_host,
                     config.metrics_prom_exporter_port,
                 )
             _announce(f"broker {config.broker_name} listening on {host}:{port}")
@@ -235,10 +233,10 @@ async def serve_dev(
             metrics: MetricsServer | None = None
             try:
                 if metrics_port is not None:  # one endpoint for both servers
-                    from orbitmq.metrics import broker_registry, namesrv_registry
+                    from orbitmq.metrics import BrokerMetrics, NamesrvMetrics
 
                     metrics = await start_metrics(
-                        namesrv_registry(ns, broker_registry(broker)), host, metrics_port,
+                        [BrokerMetrics(broker), NamesrvMetrics(ns)], host, metrics_port,
                         any_port_if_busy=metrics_port == DEV_METRICS_PORT,
                     )
                 _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")

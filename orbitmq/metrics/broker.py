@@ -3,21 +3,18 @@
 Names, types, units and labels are RocketMQ 5's built-in metrics (their wire
 names: unit suffix, `_total` on counters) so its dashboards and alerts carry
 over; what only OrbitMQ has is named `orbitmq_*`. Every series carries
-`cluster`, `node_type="broker"` and `node_id` (the broker name). See
-docs/metrics.md for the list.
+`cluster`, `node_type="broker"` and `node_id` (the broker name); store series
+also `storage_type="local"` and `storage_medium="disk"`. docs/metrics.md lists
+them all.
 
-Nothing here writes to the broker; a scrape runs on the broker's event loop
-and touches no file but the store's mapped consume queues.
+Nothing here writes to the broker; a scrape runs on the broker's event loop,
+reads memory and consume queue entries, and formats nothing (family.py does).
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
-
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from orbitmq.broker.stats import (
     MESSAGE_SIZE_BOUNDS,
@@ -29,7 +26,8 @@ from orbitmq.broker.stats import (
     RPC_SUM_MS,
 )
 from orbitmq.common import names
-from orbitmq.metrics.lag import LagTable, QueueLag
+from orbitmq.metrics.family import Family
+from orbitmq.metrics.lag import LagTable
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.store.config import BrokerRole
 
@@ -39,144 +37,131 @@ if TYPE_CHECKING:
 COMMON_LABELS = ("cluster", "node_type", "node_id")
 STORE_LABELS = ("storage_type", "storage_medium")
 
+_code_names: dict[tuple[type, int], str] = {}
+
 
 def code_name(enum: type[RequestCode | ResponseCode], code: int) -> str:
     """RocketMQ's request_code/response_code label: the constant's name lowercased, else digits."""
-    try:
-        return enum(code).name.lower()
-    except ValueError:
-        return str(code)
+    key = (enum, code)
+    found = _code_names.get(key)
+    if found is None:
+        try:
+            found = enum(code).name.lower()
+        except ValueError:
+            found = str(code)
+        _code_names[key] = found
+    return found
 
 
 def flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def buckets(bounds: Iterable[float], counts: Iterable[float]) -> list[tuple[str, float]]:
-    """Cumulative (le, count) pairs from per-bucket counts (the last one is +Inf)."""
-    out: list[tuple[str, float]] = []
-    total = 0.0
-    les = [f"{float(b)}" for b in bounds] + ["+Inf"]
-    for le, count in zip(les, counts, strict=True):
-        total += count
-        out.append((le, total))
-    return out
-
-
-class BrokerCollector(Collector):
-    """Collects one broker's families; register it on a CollectorRegistry."""
+class BrokerMetrics:
+    """`families()` of one broker; a FamilySource."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self._lag: LagTable | None = None
 
-    def _common(self) -> list[str]:
-        config = self.broker.config
-        return [config.broker_cluster_name, "broker", config.broker_name]
+    def __call__(self) -> list[Family]:
+        return self.families()
 
-    def collect(self) -> Iterator[Metric]:
-        store = self.broker.store
-        if store is None:  # not started or closed: nothing to read
-            return
-        common = self._common()
-        yield from self._tables(common)
-        yield from self._traffic(common)
-        yield from self._rpc(common)
-        yield from self._connections(common)
-        yield from self._storage(common)
-        yield from self._lag_families(common)
-        yield from self._backlogs(common)
-        yield from self._replication(common)
+    def families(self) -> list[Family]:
+        if self.broker.store is None:  # not started or closed: nothing to read
+            return []
+        config = self.broker.config
+        self._common = (config.broker_cluster_name, "broker", config.broker_name)
+        out: list[Family] = []
+        for part in (
+            self._tables, self._traffic, self._rpc, self._connections, self._storage, self._lag_families,
+            self._backlogs, self._replication,
+        ):
+            out.extend(part())
+        return out
+
+    def _family(self, name: str, kind: str, text: str, labels: tuple[str, ...] = (), **extra: object) -> Family:
+        return Family(name, kind, text, labels, self._common, COMMON_LABELS, **extra)  # type: ignore[arg-type]
+
+    def _single(self, name: str, text: str, value: float) -> Family:
+        family = self._family(name, "gauge", text)
+        family.add((), value)
+        return family
 
     # --- broker and tables ------------------------------------------------------------
 
-    def _tables(self, common: list[str]) -> Iterator[Metric]:
+    def _tables(self) -> list[Family]:
         broker = self.broker
-        gauge = GaugeMetricFamily("rocketmq_broker_permission", "Permission bits of the broker (6 = RW).",
-                                  labels=COMMON_LABELS)
-        gauge.add_metric(common, broker.config.broker_permission)
-        yield gauge
-        gauge = GaugeMetricFamily("rocketmq_topic_number", "Topics on the broker.", labels=COMMON_LABELS)
-        gauge.add_metric(common, len(broker.topics))
-        yield gauge
-        gauge = GaugeMetricFamily("rocketmq_consumer_group_number", "Subscription groups on the broker.",
-                                  labels=COMMON_LABELS)
-        gauge.add_metric(common, len(broker.groups))
-        yield gauge
+        return [
+            self._single("rocketmq_broker_permission", "Permission bits of the broker (6 = read and write).",
+                         broker.config.broker_permission),
+            self._single("rocketmq_topic_number", "Topics on the broker.", len(broker.topics)),
+            self._single("rocketmq_consumer_group_number", "Subscription groups on the broker.", len(broker.groups)),
+        ]
 
     # --- counters of the request path ------------------------------------------------
 
-    def _traffic(self, common: list[str]) -> Iterator[Metric]:
+    def _traffic(self) -> list[Family]:
         stats = self.broker.stats
-        labels: tuple[str, ...] = (*COMMON_LABELS, "topic", "message_type", "is_system")
-        messages = CounterMetricFamily("rocketmq_messages_in", "Messages stored by sends.", labels=labels)
-        throughput = CounterMetricFamily("rocketmq_throughput_in", "Bytes of message bodies stored by sends.",
-                                         labels=labels)
-        size = HistogramMetricFamily("rocketmq_message_size", "Body bytes per message stored.", labels=labels)
+        labels: tuple[str, ...] = ("topic", "message_type", "is_system")
+        messages = self._family("rocketmq_messages_in_total", "counter", "Messages stored by sends.", labels)
+        throughput = self._family("rocketmq_throughput_in_total", "counter", "Body bytes stored by sends.", labels)
+        size = self._family("rocketmq_message_size", "histogram", "Body bytes per message stored.", labels,
+                            bounds=MESSAGE_SIZE_BOUNDS)
         for (topic, message_type), counters in list(stats.puts.items()):
-            values = [*common, topic, message_type, flag(names.is_system_topic(topic))]
-            messages.add_metric(values, counters[PUT_MESSAGES])
-            throughput.add_metric(values, counters[PUT_BYTES])
-            size.add_metric(values, buckets(MESSAGE_SIZE_BOUNDS, counters[PUT_BUCKETS:]), counters[PUT_BYTES])
-        yield messages
-        yield throughput
-        yield size
-        labels = (*COMMON_LABELS, "topic", "consumer_group", "is_system", "is_retry")
-        messages = CounterMetricFamily("rocketmq_messages_out", "Messages delivered by pulls.", labels=labels)
-        throughput = CounterMetricFamily("rocketmq_throughput_out", "Bytes delivered by pulls.", labels=labels)
+            values: tuple[str, ...] = (topic, message_type, flag(names.is_system_topic(topic)))
+            messages.add(values, counters[PUT_MESSAGES])
+            throughput.add(values, counters[PUT_BYTES])
+            size.add_histogram(values, counters[PUT_BUCKETS:], counters[PUT_BYTES])
+        labels = ("topic", "consumer_group", "is_system", "is_retry")
+        out_messages = self._family("rocketmq_messages_out_total", "counter", "Messages delivered by pulls.", labels)
+        out_bytes = self._family("rocketmq_throughput_out_total", "counter", "Bytes delivered by pulls.", labels)
+        get_bytes = stats.get_bytes
         for (group, topic), count in list(stats.group_gets().items()):
-            values = [
-                *common, topic, group, flag(names.is_system_topic(topic) or names.is_system_group(group)),
+            values = (
+                topic, group, flag(names.is_system_topic(topic) or names.is_system_group(group)),
                 flag(topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX)),
-            ]
-            messages.add_metric(values, count)
-            throughput.add_metric(values, stats.get_bytes.get((group, topic), 0))
-        yield messages
-        yield throughput
-        dlq = CounterMetricFamily(
-            "rocketmq_send_to_dlq_messages", "Messages a consumer group gave up on, sent to its DLQ.",
-            labels=(*COMMON_LABELS, "consumer_group", "topic", "is_system"),
-        )
+            )
+            out_messages.add(values, count)
+            out_bytes.add(values, get_bytes.get((group, topic), 0))
+        dlq = self._family("rocketmq_send_to_dlq_messages_total", "counter",
+                           "Messages a consumer group gave up on, sent to its dead letter topic.",
+                           ("consumer_group", "topic", "is_system"))
         for (group, topic), count in list(stats.dlq_puts.items()):
-            dlq.add_metric([*common, group, topic, flag(names.is_system_group(group))], count)
-        yield dlq
+            dlq.add((group, topic, flag(names.is_system_group(group))), count)
+        return [messages, throughput, size, out_messages, out_bytes, dlq]
 
-    def _rpc(self, common: list[str]) -> Iterator[Metric]:
-        rpc = HistogramMetricFamily(
-            "rocketmq_rpc_latency_milliseconds", "Time from a request's arrival to its response, ms.",
-            labels=(*COMMON_LABELS, "protocol_type", "request_code", "response_code"),
-        )
+    def _rpc(self) -> list[Family]:
+        rpc = self._family("rocketmq_rpc_latency_milliseconds", "histogram",
+                           "Time from a request's arrival to its response, ms.",
+                           ("protocol_type", "request_code", "response_code"), bounds=RPC_LATENCY_BOUNDS_MS)
         for (request_code, response_code), counters in list(self.broker.stats.rpc.items()):
-            rpc.add_metric(
-                [
-                    *common, "remoting", code_name(RequestCode, request_code),
+            rpc.add_histogram(
+                (
+                    "remoting", code_name(RequestCode, request_code),
                     "oneway" if response_code < 0 else code_name(ResponseCode, response_code),
-                ],
-                buckets(RPC_LATENCY_BOUNDS_MS, counters[RPC_BUCKETS:]),
+                ),
+                counters[RPC_BUCKETS:],
                 counters[RPC_SUM_MS],
             )
-        yield rpc
+        return [rpc]
 
     # --- connections --------------------------------------------------------------------
 
-    def _connections(self, common: list[str]) -> Iterator[Metric]:
+    def _connections(self) -> list[Family]:
         broker = self.broker
         producers: dict[tuple[str, str], int] = {}
         for group in broker.producers.groups():
             for channel in broker.producers.channels(group):
                 key = (channel.language.lower(), str(channel.version))
                 producers[key] = producers.get(key, 0) + 1
-        gauge = GaugeMetricFamily(
-            "rocketmq_producer_connections", "Producer connections.",
-            labels=(*COMMON_LABELS, "language", "version", "protocol_type"),
-        )
+        producer = self._family("rocketmq_producer_connections", "gauge", "Producer connections.",
+                                ("language", "version", "protocol_type"))
         for (language, version), count in sorted(producers.items()):
-            gauge.add_metric([*common, language, version, "remoting"], count)
-        yield gauge
-        gauge = GaugeMetricFamily(
-            "rocketmq_consumer_connections", "Consumer connections per group.",
-            labels=(*COMMON_LABELS, "consumer_group", "language", "version", "consume_mode", "protocol_type",
-                    "is_system"),
+            producer.add((language, version, "remoting"), count)
+        consumer = self._family(
+            "rocketmq_consumer_connections", "gauge", "Consumer connections per group.",
+            ("consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"),
         )
         for group in broker.consumers.groups():
             info = broker.consumers.get(group)
@@ -188,23 +173,20 @@ class BrokerCollector(Collector):
                 key = (channel.language.lower(), str(channel.version))
                 consumers[key] = consumers.get(key, 0) + 1
             for (language, version), count in sorted(consumers.items()):
-                gauge.add_metric(
-                    [*common, group, language, version, mode, "remoting", flag(names.is_system_group(group))], count
-                )
-        yield gauge
+                consumer.add((group, language, version, mode, "remoting", flag(names.is_system_group(group))), count)
+        return [producer, consumer]
 
     # --- store -----------------------------------------------------------------------------
 
-    def _storage(self, common: list[str]) -> Iterator[Metric]:
+    def _storage(self) -> list[Family]:
         broker = self.broker
         store = broker.store
         assert store is not None
         info = store.runtime_info()
-        labels = (*COMMON_LABELS, *STORE_LABELS)
-        values = [*common, "local", "disk"]
         max_offset = int(info.get("commitLogMaxOffset", "0"))
         min_offset = int(info.get("commitLogMinOffset", "0"))
         flushed = int(info.get("commitLogFlushedOffset", str(max_offset)))
+        earliest = int(info.get("earliestMessageTimeStamp", "0") or 0)
         try:
             usage = shutil.disk_usage(broker.config.store.root_dir)
             used, total = usage.used, usage.total
@@ -216,148 +198,130 @@ class BrokerCollector(Collector):
              max(max_offset - flushed, 0)),
             ("rocketmq_storage_dispatch_behind_bytes", "CommitLog bytes not yet dispatched to consume queues.",
              int(info.get("dispatchBehindBytes", "0"))),
+            ("rocketmq_storage_message_reserve_time_milliseconds", "Age of the oldest message kept, ms.",
+             max(broker.clock_ms() - earliest, 0) if earliest > 0 else 0),
             ("orbitmq_storage_total_bytes", "Size of the volume that holds the store.", total),
             ("orbitmq_storage_commitlog_bytes", "Bytes the CommitLog keeps (max - min offset).",
              max(max_offset - min_offset, 0)),
-            ("orbitmq_storage_disk_ratio", "Used fraction of the store volume, as the cleaner sees it (0..1).",
+            ("orbitmq_storage_disk_ratio", "Used fraction of the store volume as the cleaner sees it (0..1).",
              float(info.get("commitLogDiskRatio", "0"))),
             ("orbitmq_storage_disk_full", "1 while the store refuses writes for lack of space.",
              1 if info.get("diskFull") == "true" else 0),
         )
+        out = []
         for name, text, value in figures:
-            gauge = GaugeMetricFamily(name, text, labels=labels)
-            gauge.add_metric(values, value)
-            yield gauge
-        earliest = int(info.get("earliestMessageTimeStamp", "0") or 0)
-        gauge = GaugeMetricFamily(
-            "rocketmq_storage_message_reserve_time_milliseconds", "Age of the oldest message kept, ms.",
-            labels=labels,
-        )
-        gauge.add_metric(values, max(broker.clock_ms() - earliest, 0) if earliest > 0 else 0)
-        yield gauge
+            family = self._family(name, "gauge", text, STORE_LABELS)
+            family.add(("local", "disk"), value)
+            out.append(family)
+        return out
 
     # --- consumer lag ---------------------------------------------------------------------
 
-    def _lag_table(self) -> LagTable:
-        if self._lag is None:
-            store = self.broker.store
-            assert store is not None
-            self._lag = LagTable(store.get_max_offset_in_queue, store.get_message_store_timestamp)
-        return self._lag
-
-    def _lag_families(self, common: list[str]) -> Iterator[Metric]:
+    def _lag_families(self) -> list[Family]:
         broker = self.broker
-        rows: list[QueueLag] = list(
-            self._lag_table().queues(iter(broker.offsets), broker.stats.pull_offsets, broker.clock_ms())
-        )
-        group_labels = (*COMMON_LABELS, "consumer_group", "topic", "is_retry", "is_system")
-        queue_labels = (*COMMON_LABELS, "consumer_group", "topic", "queue_id")
+        store = broker.store
+        assert store is not None
+        if self._lag is None:
+            self._lag = LagTable(store.get_max_offset_in_queue, store.get_message_store_timestamp)
+        queue_labels: tuple[str, ...] = ("consumer_group", "topic", "queue_id")
+        q_lag = self._family("orbitmq_consumer_queue_lag_messages", "gauge",
+                             "Messages behind the committed offset, per queue.", queue_labels)
+        q_latency = self._family("orbitmq_consumer_queue_lag_latency_milliseconds", "gauge",
+                                 "Age of the oldest message not consumed, per queue, ms.", queue_labels)
         sums: dict[tuple[str, str], list[int]] = {}
-        q_lag = GaugeMetricFamily("orbitmq_consumer_queue_lag_messages",
-                                  "Messages behind the committed offset, per queue.", labels=queue_labels)
-        q_latency = GaugeMetricFamily("orbitmq_consumer_queue_lag_latency_milliseconds",
-                                      "Age of the oldest unconsumed message, per queue, ms.", labels=queue_labels)
-        for row in rows:
-            values = [*common, row.group, row.topic, str(row.queue_id)]
-            q_lag.add_metric(values, row.lag)
-            q_latency.add_metric(values, row.lag_latency_ms)
-            acc = sums.get((row.group, row.topic))
+        lag_rows, latency_rows = q_lag.rows, q_latency.rows
+        for row in self._lag.queues(iter(broker.offsets), broker.stats.pull_offsets, broker.clock_ms()):
+            group, topic = row.group, row.topic
+            values: tuple[str, ...] = (group, topic, str(row.queue_id))
+            lag_rows.append((values, row.lag))
+            latency_rows.append((values, row.lag_latency_ms))
+            acc = sums.get((group, topic))
             if acc is None:
-                sums[(row.group, row.topic)] = [row.lag, row.inflight, row.ready, row.lag_latency_ms,
-                                                row.queueing_latency_ms]
+                sums[(group, topic)] = [row.lag, row.inflight, row.ready, row.lag_latency_ms, row.queueing_latency_ms]
             else:
                 acc[0] += row.lag
                 acc[1] += row.inflight
                 acc[2] += row.ready
                 acc[3] = max(acc[3], row.lag_latency_ms)
                 acc[4] = max(acc[4], row.queueing_latency_ms)
+        labels: tuple[str, ...] = ("consumer_group", "topic", "is_retry", "is_system")
         families = [
-            GaugeMetricFamily("rocketmq_consumer_lag_messages", "Messages not yet consumed (committed).",
-                              labels=group_labels),
-            GaugeMetricFamily("rocketmq_consumer_inflight_messages", "Messages pulled but not committed.",
-                              labels=group_labels),
-            GaugeMetricFamily("rocketmq_consumer_ready_messages", "Messages not yet pulled.", labels=group_labels),
-            GaugeMetricFamily("rocketmq_consumer_lag_latency_milliseconds",
-                              "Age of the oldest message not consumed, ms.", labels=group_labels),
-            GaugeMetricFamily("rocketmq_consumer_queueing_latency_milliseconds",
-                              "Age of the oldest message not pulled, ms.", labels=group_labels),
+            self._family("rocketmq_consumer_lag_messages", "gauge", "Messages not yet consumed (committed).", labels),
+            self._family("rocketmq_consumer_inflight_messages", "gauge", "Messages pulled but not committed.", labels),
+            self._family("rocketmq_consumer_ready_messages", "gauge", "Messages not yet pulled.", labels),
+            self._family("rocketmq_consumer_lag_latency_milliseconds", "gauge",
+                         "Age of the oldest message not consumed, ms.", labels),
+            self._family("rocketmq_consumer_queueing_latency_milliseconds", "gauge",
+                         "Age of the oldest message not pulled, ms.", labels),
         ]
         for (group, topic), acc in sums.items():
-            values = [*common, group, topic, "false", flag(names.is_system_topic(topic) or names.is_system_group(group))]
+            values = (group, topic, "false", flag(names.is_system_topic(topic) or names.is_system_group(group)))
             for family, value in zip(families, acc, strict=True):
-                family.add_metric(values, value)
-        yield from families
-        yield q_lag
-        yield q_latency
+                family.rows.append((values, value))
+        return [*families, q_lag, q_latency]
 
     # --- what waits inside the broker -----------------------------------------------------
 
-    def _backlogs(self, common: list[str]) -> Iterator[Metric]:
+    def _backlogs(self) -> list[Family]:
         broker = self.broker
         store = broker.store
         assert store is not None
-        delay = GaugeMetricFamily("orbitmq_delay_backlog_messages",
-                                  "Delay-level messages waiting for their time, per level.",
-                                  labels=(*COMMON_LABELS, "delay_level"))
+        delay = self._family("orbitmq_delay_backlog_messages", "gauge",
+                             "Delay-level messages waiting for their time, per level.", ("delay_level",))
         if broker.schedule is not None:
             for level, offset in sorted(broker.schedule.offsets.items()):
                 top = max(store.get_max_offset_in_queue(names.SCHEDULE_TOPIC, level - 1), 0)
-                delay.add_metric([*common, str(level)], max(top - offset, 0))
-        yield delay
-        timer = GaugeMetricFamily("orbitmq_timer_backlog_messages", "Timed messages waiting for their time.",
-                                  labels=COMMON_LABELS)
-        timer.add_metric(common, len(broker.timers.index) if broker.timers is not None else 0)
-        yield timer
-        half = GaugeMetricFamily("orbitmq_transaction_half_messages",
-                                 "Half (prepared) messages not yet committed or rolled back.", labels=COMMON_LABELS)
-        service = broker.transactions
+                delay.add((str(level),), max(top - offset, 0))
+        timers = broker.timers
         pending = 0
+        service = broker.transactions
         if service is not None:
             progress = service.progress
             top = max(store.get_max_offset_in_queue(names.TRANS_HALF_TOPIC, 0), 0)
             done = sum(1 for d in progress.done if d >= progress.half_offset)
             pending = max(top - progress.half_offset - done, 0)
-        half.add_metric(common, pending)
-        yield half
-        dlq = GaugeMetricFamily("orbitmq_dlq_messages", "Messages kept in a group's dead letter topic.",
-                                labels=(*COMMON_LABELS, "consumer_group"))
+        dlq = self._family("orbitmq_dlq_messages", "gauge", "Messages kept in a group's dead letter topic.",
+                           ("consumer_group",))
         for topic in broker.topics.names():
             if not topic.startswith(names.DLQ_GROUP_TOPIC_PREFIX):
                 continue
             config = broker.topics.get(topic)
-            queues = config.write_queue_nums if config is not None else 1
             kept = 0
-            for queue_id in range(queues):
+            for queue_id in range(config.write_queue_nums if config is not None else 1):
                 top = max(store.get_max_offset_in_queue(topic, queue_id), 0)
                 kept += max(top - max(store.get_min_offset_in_queue(topic, queue_id), 0), 0)
-            dlq.add_metric([*common, topic[len(names.DLQ_GROUP_TOPIC_PREFIX):]], kept)
-        yield dlq
+            dlq.add((topic[len(names.DLQ_GROUP_TOPIC_PREFIX):],), kept)
+        return [
+            delay,
+            self._single("orbitmq_timer_backlog_messages", "Timed messages waiting for their time.",
+                         len(timers.index) if timers is not None else 0),
+            self._single("orbitmq_transaction_half_messages",
+                         "Half (prepared) messages not yet committed or rolled back.", pending),
+            dlq,
+        ]
 
-    def _replication(self, common: list[str]) -> Iterator[Metric]:
+    def _replication(self) -> list[Family]:
         broker = self.broker
         store = broker.store
         assert store is not None
-        role = GaugeMetricFamily("orbitmq_broker_role", "1 for the broker's role (ASYNC_MASTER, SYNC_MASTER, SLAVE).",
-                                 labels=(*COMMON_LABELS, "role"))
-        role.add_metric([*common, broker.config.store.broker_role.name], 1)
-        yield role
+        role = self._family("orbitmq_broker_role", "gauge", "1 for the broker's role.", ("role",))
+        role.add((broker.config.store.broker_role.name,), 1)
         replication = broker.replication
         master = replication.master if replication is not None else None
         if master is None or broker.config.store.broker_role is BrokerRole.SLAVE:
-            return
-        # Without a slave connected there is nobody to be behind (orbitmq_ha_slave_connections says so).
+            return [role]
+        # Without a slave connected nobody is behind (orbitmq_ha_slave_connections tells that case).
         behind = max(store.get_max_phy_offset() - master.acks.acked, 0) if master.connections > 0 else 0
         seconds = 0.0
         if behind:
             found = store.look_message_by_offset(master.acks.acked)
             if found is not None and found.store_timestamp > 0:
                 seconds = max(broker.clock_ms() - found.store_timestamp, 0) / 1000
-        for name, text, value in (
-            ("orbitmq_ha_slave_connections", "Slaves connected to this master's HA port.", master.connections),
-            ("orbitmq_ha_slave_behind_bytes", "CommitLog bytes the slaves have not acknowledged.", behind),
-            ("orbitmq_ha_slave_behind_seconds", "Age of the oldest message the slaves have not acknowledged.",
-             seconds),
-        ):
-            gauge = GaugeMetricFamily(name, text, labels=COMMON_LABELS)
-            gauge.add_metric(common, value)
-            yield gauge
+        return [
+            role,
+            self._single("orbitmq_ha_slave_connections", "Slaves connected to this master's HA port.",
+                         master.connections),
+            self._single("orbitmq_ha_slave_behind_bytes", "CommitLog bytes the slaves have not acknowledged.", behind),
+            self._single("orbitmq_ha_slave_behind_seconds",
+                         "Age of the oldest message the slaves have not acknowledged, s.", seconds),
+        ]

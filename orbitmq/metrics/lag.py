@@ -17,13 +17,12 @@ the previous one (the cache keeps only what the last scrape used).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from orbitmq.common import names
 
 
-@dataclass(frozen=True, slots=True)
-class QueueLag:
+class QueueLag(NamedTuple):
     group: str
     topic: str
     queue_id: int

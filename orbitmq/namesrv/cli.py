@@ -90,11 +90,11 @@ async def serve(config: NamesrvConfig) -> None:
     metrics = None
     try:
         if config.metrics_exporter_type == "PROM":
-            from orbitmq.metrics import namesrv_registry, serve_metrics
+            from orbitmq.metrics import NamesrvMetrics, serve_metrics
 
             m_host = config.metrics_prom_exporter_host or config.listen_host
             try:
-                metrics = await serve_metrics(namesrv_registry(ns), m_host, config.metrics_prom_exporter_port)
+                metrics = await serve_metrics([NamesrvMetrics(ns)], m_host, config.metrics_prom_exporter_port)
             except OSError as exc:
                 raise click.ClickException(
                     f"cannot serve metrics on {m_host}:{config.metrics_prom_exporter_port}: {exc.strerror or exc}"
