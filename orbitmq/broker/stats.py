@@ -33,12 +33,13 @@ RPC_LATENCY_BOUNDS_MS = (1, 3, 5, 7, 10, 100, 1000, 2000, 3000)
 
 #: Index of the message count and byte total in a `PutCounters` list; buckets follow.
 PUT_MESSAGES, PUT_BYTES, PUT_BUCKETS = 0, 1, 2
-#: Index of the count and the millisecond sum in an `RpcCounters` list; buckets follow.
-RPC_COUNT, RPC_SUM_MS, RPC_BUCKETS = 0, 1, 2
+#: Index of the millisecond sum in an `RpcCounters` list; buckets follow (their sum is the count).
+RPC_SUM_MS, RPC_BUCKETS = 0, 1
+SMALLEST_SIZE = MESSAGE_SIZE_BOUNDS[0]
 
 #: [messages, bytes, bucket 0, ..., bucket +Inf] (per-bucket counts, not cumulative).
 PutCounters = list[int]
-#: [requests, latency sum (ms, float), bucket 0, ..., bucket +Inf].
+#: [latency sum (ms, float), bucket 0, ..., bucket +Inf].
 RpcCounters = list[float]
 
 
@@ -90,13 +91,13 @@ class BrokerStats:
         self.put_total += count
         if not topic:
             return
-        key = (topic, message_type)
-        counters = self.puts.get(key)
+        counters = self.puts.get((topic, message_type))
         if counters is None:
-            counters = self.puts[key] = [0] * (PUT_BUCKETS + len(MESSAGE_SIZE_BOUNDS) + 1)
+            counters = self.puts[(topic, message_type)] = [0] * (PUT_BUCKETS + len(MESSAGE_SIZE_BOUNDS) + 1)
         counters[PUT_MESSAGES] += count
         counters[PUT_BYTES] += size
-        counters[PUT_BUCKETS + bisect_left(MESSAGE_SIZE_BOUNDS, size // count if count > 1 else size)] += count
+        each = size if count == 1 else size // count
+        counters[PUT_BUCKETS if each <= SMALLEST_SIZE else PUT_BUCKETS + bisect_left(MESSAGE_SIZE_BOUNDS, each)] += count
 
     def record_get(
         self, group: str, topic: str, count: int, size: int = 0, queue_id: int = -1, next_offset: int = -1
@@ -122,11 +123,9 @@ class BrokerStats:
         queues[queue_id] = next_offset
 
     def record_rpc(self, request_code: int, response_code: int, elapsed_ms: float) -> None:
-        key = (request_code, response_code)
-        counters = self.rpc.get(key)
+        counters = self.rpc.get((request_code, response_code))
         if counters is None:
-            counters = self.rpc[key] = [0.0] * (RPC_BUCKETS + len(RPC_LATENCY_BOUNDS_MS) + 1)
-        counters[RPC_COUNT] += 1
+            counters = self.rpc[(request_code, response_code)] = [0.0] * (RPC_BUCKETS + len(RPC_LATENCY_BOUNDS_MS) + 1)
         counters[RPC_SUM_MS] += elapsed_ms
         counters[RPC_BUCKETS + bisect_left(RPC_LATENCY_BOUNDS_MS, elapsed_ms)] += 1
 

@@ -397,7 +397,10 @@ class SendHandlers:
             if self.store_health.failing:
                 self.store_health.succeeded()
             if self.stats is not None:
-                self.stats.record_put(1, msg.topic, len(body), _message_type(sys_flag, msg.topic, topic))
+                stored = msg.topic
+                self.stats.record_put(
+                    1, stored, len(body), "normal" if stored is topic else _message_type(sys_flag, stored, topic)
+                )
             return RemotingCommand(
                 ResponseCode.SUCCESS,
                 {
