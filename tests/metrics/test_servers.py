@@ -92,3 +92,26 @@ def test_metrics_keys_need_a_restart() -> None:
     with pytest.raises(ConfigError, match="metricsExporterType"):
         NamesrvConfig().updated({"metricsExporterType": "PROM"})
     assert NamesrvConfig.from_properties({"metricsExporterType": "PROM"}).metrics_exporter_type == "PROM"
+
+
+def test_dev_gives_way_when_the_default_metrics_port_is_taken(tmp_path: Path) -> None:
+    import contextlib
+    import socket
+
+    holder = socket.socket()
+    with contextlib.suppress(OSError):  # already taken by someone else: just as good
+        holder.bind(("127.0.0.1", 5557))
+        holder.listen()
+    try:
+        dev = start_server(
+            orbitmq_command("dev", "--store", str(tmp_path / "dev"), "--namesrv-port", "0", "--broker-port", "0"),
+            listeners=2,
+        )
+        try:
+            address = metrics_address(dev)
+            assert not address.endswith(":5557")
+            assert scrape(address).has("rocketmq_topic_number")
+        finally:
+            dev.stop()
+    finally:
+        holder.close()
