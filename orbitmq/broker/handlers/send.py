@@ -126,7 +126,7 @@ _STORED_CODES = {
 def _message_type(sys_flag: int, stored_topic: str, topic: str) -> str:
     """rocketmq_messages_in_total's message_type: a half message, one the delay or timer
     routing moved to its own topic, or a plain one."""
-    if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED:
+    if sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_PREPARED_TYPE:
         return "transaction"
     return "delay" if stored_topic != topic else "normal"
 
