@@ -101,3 +101,21 @@ def test_health_and_root_paths(dev: ServerProcess) -> None:
         assert response.status == 200
     with urllib.request.urlopen(f"http://{address}/", timeout=10) as response:
         assert b"rocketmq_topic_number" in response.read()
+
+
+async def test_a_delayed_send_counts_under_the_schedule_topic_and_waits_in_the_backlog(dev: ServerProcess) -> None:
+    namesrv = dev.addresses[0]
+    address = metrics_address(dev)
+    n = os.getpid()
+    topic, pg = f"MDT_{n}", f"MDPG_{n}"
+    level = 16  # 30 minutes: still waiting when scraped
+    labels = {"topic": "SCHEDULE_TOPIC_XXXX", "message_type": "delay", "is_system": "true"}
+    async with Producer(pg, namesrv_addr=namesrv) as producer:
+        await create_topic(producer, topic, queues=1)
+        before = await asyncio.to_thread(scrape, address)
+        await producer.send(Message(topic, b"later", delay_time_level=level))
+    after = await asyncio.to_thread(scrape, address)
+    assert after.sum("rocketmq_messages_in_total", **labels) - before.sum("rocketmq_messages_in_total", **labels) == 1
+    assert after.sum("rocketmq_messages_in_total", topic=topic) == 0
+    waiting = after.sum("orbitmq_delay_backlog_messages", delay_level=str(level))
+    assert waiting - before.sum("orbitmq_delay_backlog_messages", delay_level=str(level)) == 1
