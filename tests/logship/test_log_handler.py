@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any
 
-from orbitmq.logship import TopicLogHandler
+from orbitmq.client.logship import TopicLogHandler
 
 
 class RecordingSender:

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from orbitmq.client import PushConsumer
-from orbitmq.logship import TopicLogHandler
+from orbitmq.client.logship import TopicLogHandler
 from tests.client.helpers import Collector, wait_until
 
 pytestmark = pytest.mark.timeout(60)
