@@ -9,9 +9,7 @@ instance's `SigningRemotingClient` (remoting/signing.py) signs every request:
 
 from __future__ import annotations
 
-from typing import Any
-
-from orbitmq.client.config import ClientConfig
+from orbitmq.client.config import ClientConfig, SecurityOptions
 from orbitmq.remoting.signing import (
     ACCESS_KEY,
     SECRET_KEY,
@@ -30,13 +28,20 @@ __all__ = [
 ]
 
 
-def acl_options(config: ClientConfig) -> dict[str, Any]:
+def acl_options(config: ClientConfig) -> SecurityOptions:
     """The ACL and TLS keyword options of `config` (for a helper producer that must sign and
     connect like its owner)."""
-    options: dict[str, Any] = {"access_key": config.access_key, "secret_key": config.secret_key,
-                               "security_token": config.security_token, "use_tls": config.use_tls,
-                               "tls": config.tls}
-    out: dict[str, Any] = {k: v for k, v in options.items() if v}
+    out = SecurityOptions()
+    if config.access_key:
+        out["access_key"] = config.access_key
+    if config.secret_key:
+        out["secret_key"] = config.secret_key
+    if config.security_token:
+        out["security_token"] = config.security_token
+    if config.use_tls:
+        out["use_tls"] = True
+    if config.tls:
+        out["tls"] = config.tls
     if config.signature_version != 1:
         out["signature_version"] = config.signature_version
     return out

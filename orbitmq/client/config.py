@@ -9,6 +9,11 @@ TLS: `use_tls=True` (Java's useTLS) connects with TLS and verifies brokers and
 NameServers against the system's CAs; `tls=` gives RocketMQ's client-side
 `tls.*` keys as a mapping (`{"tls.client.trustCertPath": "ca.pem"}`, which
 implies TLS on unless `tls.enable` says otherwise) or a `TlsSettings`.
+
+The constructors of the producers and consumers take these fields as
+keyword options typed by `ProducerOptions` / `ConsumerOptions` (PEP 692), so
+mypy checks each option's name and type at the call site; the option lists
+must name exactly the config fields (a test compares them).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from orbitmq.client.allocate import Averagely, QueueAllocator
 from orbitmq.common import names
@@ -159,6 +164,93 @@ class ConsumerConfig(ClientConfig):
     auto_commit_interval_ms: int = 5_000
     poll_timeout_ms: int = 5_000
     pull_threshold_for_all: int = 10_000
+
+
+class SecurityOptions(TypedDict, total=False):
+    """How a client signs its requests and secures its connections (ACL keys, TLS; see acl.py)."""
+
+    access_key: str | None
+    secret_key: str | None
+    security_token: str | None
+    signature_version: int
+    use_tls: bool
+    tls: TlsSettings | Mapping[str, str] | None
+
+
+class ClientOptions(SecurityOptions, total=False):
+    """The keyword options every client takes: the fields of `ClientConfig`."""
+
+    namesrv_addr: str
+    instance_name: str
+    client_ip: str | None
+    unit_name: str | None
+    poll_name_server_interval_ms: int
+    heartbeat_broker_interval_ms: int
+    persist_consumer_offset_interval_ms: int
+    mq_client_api_timeout_ms: int
+
+
+class TraceOptions(TypedDict, total=False):
+    """Message trace switches of Producer and PushConsumer (see trace_dispatch.py); not config fields."""
+
+    enable_msg_trace: bool
+    trace_topic: str | None
+
+
+class ProducerOptions(ClientOptions, TraceOptions, total=False):
+    """Keyword options of `Producer` and `TransactionProducer`: `ProducerConfig`'s fields but `group`."""
+
+    create_topic_key: str
+    default_topic_queue_nums: int
+    send_msg_timeout_ms: int
+    compress_msg_body_over_howmuch: int
+    compress_level: int
+    retry_times_when_send_failed: int
+    retry_times_when_send_async_failed: int
+    retry_another_broker_when_not_store_ok: bool
+    max_message_size: int
+    send_latency_fault_enable: bool
+    auto_batch: bool
+    linger_ms: int
+    batch_max_bytes: int
+
+
+class ConsumerOptions(ClientOptions, total=False):
+    """Keyword options of the consumers: `ConsumerConfig`'s fields but `group` (enums also as strings)."""
+
+    message_model: MessageModel | str
+    consume_from_where: ConsumeFromWhere | str
+    consume_timestamp: str
+    allocate_strategy: QueueAllocator
+    consume_thread_max: int
+    consume_concurrently_max_span: int
+    pull_threshold_for_queue: int
+    pull_threshold_size_for_queue: int
+    pull_interval_ms: int
+    pull_batch_size: int
+    consume_message_batch_max_size: int
+    post_subscription_when_pull: bool
+    max_reconsume_times: int
+    suspend_current_queue_time_ms: int
+    consume_timeout_minutes: int
+    broker_suspend_max_time_ms: int
+    consumer_timeout_when_suspend_ms: int
+    pull_time_delay_ms_when_exception: int
+    rebalance_interval_ms: int
+    offsets_dir: str | None
+    auto_commit: bool
+    auto_commit_interval_ms: int
+    poll_timeout_ms: int
+    pull_threshold_for_all: int
+
+
+class PushConsumerOptions(ConsumerOptions, TraceOptions, total=False):
+    """Keyword options of `PushConsumer`: those of every consumer and message trace."""
+
+
+def pop_trace_options(options: dict[str, Any]) -> tuple[bool, str | None]:
+    """Take `enable_msg_trace` and `trace_topic` out of a client's keyword options."""
+    return bool(options.pop("enable_msg_trace", False)), options.pop("trace_topic", None)
 
 
 C = TypeVar("C", bound=ClientConfig)

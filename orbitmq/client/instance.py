@@ -32,7 +32,7 @@ from orbitmq.client.acl import AclCredentials, make_remoting_client
 from orbitmq.client.api import MQClientAPI
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.queue import MessageQueue
-from orbitmq.client.request_reply import ReplyWaiters
+from orbitmq.client.replies import ReplyWaiters
 from orbitmq.client.routes import (
     MASTER_ID,
     TopicPublishInfo,
@@ -44,6 +44,7 @@ from orbitmq.client.routes import (
 from orbitmq.client.running_info import on_consume_message_directly, on_get_consumer_running_info
 from orbitmq.client.tasks import cancel_and_wait, sleep_or_wake
 from orbitmq.client.transaction_check import on_check_transaction_state
+from orbitmq.common.message import Message
 from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError, TopicNotExist
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
@@ -85,6 +86,18 @@ class ProducerMember(Protocol):
     def publish_topics(self) -> set[str]: ...
 
 
+class InnerProducer(Protocol):
+    """The instance's own producer (group CLIENT_INNER_PRODUCER) as the instance sees it."""
+
+    async def send(self, msg: Message) -> Any: ...
+
+    async def shutdown(self) -> None: ...
+
+
+#: Builds and starts the inner producer for an instance's configuration (`producer.start_inner_producer`).
+InnerProducerFactory = Callable[[ClientConfig], Awaitable[InnerProducer]]
+
+
 class ConsumerMember(Protocol):
     group: str
 
@@ -120,7 +133,8 @@ class ClientInstance:
         self.producers: dict[str, ProducerMember] = {}
         self.consumers: dict[str, ConsumerMember] = {}
         self._users = 0
-        self._inner_producer: Any = None
+        self._inner_producer: InnerProducer | None = None
+        self._inner_producer_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_now = asyncio.Event()
         self._heartbeat_lock = asyncio.Lock()
@@ -228,17 +242,16 @@ class ClientInstance:
                 except (RemotingError, BrokerError) as exc:
                     log.info("unregister of %s from %s failed: %s", producer_group or consumer_group, addr, exc)
 
-    async def inner_producer(self) -> Any:
-        """The instance's own producer (group CLIENT_INNER_PRODUCER) for resending failed messages."""
-        if self._inner_producer is None:
-            from orbitmq.client.producer import Producer
+    async def inner_producer(self, start: InnerProducerFactory) -> InnerProducer:
+        """The instance's own producer (group CLIENT_INNER_PRODUCER) for resending failed messages.
 
-            producer = Producer(CLIENT_INNER_PRODUCER, namesrv_addr=self.config.namesrv_addr,
-                                instance_name=self.config.instance_name, client_ip=self.config.client_ip,
-                                unit_name=self.config.unit_name)
-            await producer.start(inner=True)
-            self._inner_producer = producer
-        return self._inner_producer
+        Made by `start` on first use and shared by every consumer of the
+        instance; the instance stops it when its last other user leaves.
+        """
+        async with self._inner_producer_lock:
+            if self._inner_producer is None:
+                self._inner_producer = await start(self.config)
+            return self._inner_producer
 
     # --- NameServer and routes -------------------------------------------------
 

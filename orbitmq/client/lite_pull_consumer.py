@@ -20,24 +20,21 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 from orbitmq.client import otel
-from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
-from orbitmq.client.instance import ClientInstance
-from orbitmq.client.lookups import Lookups
+from orbitmq.client.config import ConsumerOptions
+from orbitmq.client.consumer import ConsumerService
 from orbitmq.client.message_selector import MessageSelector, subscription_data
-from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteOffsetStore
+from orbitmq.client.offset_store import ReadOffsetType
 from orbitmq.client.process_queue import ProcessQueue, pull_delay_ms
-from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_where
+from orbitmq.client.pulling import compute_pull_from_where
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.running_info import describe_consumer
-from orbitmq.client.service import ClientService
 from orbitmq.client.tasks import cancel_and_wait
-from orbitmq.client.validation import check_group, check_topic
+from orbitmq.client.validation import check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import BrokerError, ClientError, RemotingError
@@ -53,14 +50,12 @@ class _Batch(NamedTuple):
     msgs: list[MessageExt]
 
 
-class LitePullConsumer(ClientService):
-    def __init__(self, group: str, **options: Any) -> None:
-        options.setdefault("pull_batch_size", 10)
-        self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
-        self.group = group
+class LitePullConsumer(ConsumerService):
+    def __init__(self, group: str, **options: Unpack[ConsumerOptions]) -> None:
+        """`options` are `ConsumerConfig`'s fields (see config.py); `pull_batch_size` defaults to 10 here."""
+        super().__init__(group, {"pull_batch_size": 10, **options})
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._assigned: list[MessageQueue] | None = None
-        self._instance: ClientInstance | None = None
         self._ready: asyncio.Queue[_Batch] = asyncio.Queue()
         self._queues: dict[MessageQueue, ProcessQueue[Any]] = {}
         self._tasks: dict[MessageQueue, asyncio.Task[None]] = {}
@@ -92,24 +87,7 @@ class LitePullConsumer(ClientService):
     async def start(self) -> None:
         if self._instance is not None:
             return
-        check_group(self.group)
-        instance = await ClientInstance.acquire(self.config)
-        try:
-            instance.register_consumer(self)
-        except ClientError:
-            await instance.release()
-            raise
-        self._instance = instance
-        self._started_ms = int(time.time() * 1000)
-        self.lookups = Lookups(instance)
-        self.pulling = PullHelper(instance, self.group)
-        self.offset_store: OffsetStore
-        if self.config.message_model is MessageModel.CLUSTERING:
-            self.offset_store = RemoteOffsetStore(self.group, BrokerOffsets(instance))
-        else:
-            base = Path(self.config.offsets_dir) if self.config.offsets_dir else None
-            self.offset_store = LocalFileOffsetStore(self.group, instance.client_id, base)
-        await self.offset_store.load()
+        instance = await self.join()
         self.rebalancer = Rebalance(self.group, self.config.message_model, self.config.allocate_strategy,
                                     instance, self)
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
@@ -131,8 +109,7 @@ class LitePullConsumer(ClientService):
         self._tasks.clear()
         if self.config.auto_commit:
             await self._commit(oneway=False)
-        await instance.unregister(consumer_group=self.group)
-        await instance.release()
+        await self.leave(instance)
 
     # --- polling -----------------------------------------------------------------------------------
 
@@ -174,11 +151,7 @@ class LitePullConsumer(ClientService):
         await self._commit(oneway=False)
 
     async def _commit(self, oneway: bool) -> None:
-        mqs = list(self._queues)
-        if isinstance(self.offset_store, RemoteOffsetStore):
-            await self.offset_store.persist_all(mqs, oneway=oneway)
-        else:
-            await self.offset_store.persist_all(mqs)
+        await self._persist(list(self._queues), oneway)
 
     async def committed(self, mq: MessageQueue) -> int:
         """The stored offset of `mq` (-1 when none)."""
@@ -306,15 +279,8 @@ class LitePullConsumer(ClientService):
             "PROP_CONSUME_TYPE": "CONSUME_ACTIVELY",
         })
 
-    def heartbeat_data(self) -> dict[str, Any]:
-        return {
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeType": "CONSUME_ACTIVELY",
-            "groupName": self.group,
-            "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [sd.to_json_dict() for sd in self.subscriptions.values()],
-            "unitMode": False,
-        }
+    def subscription_datas(self) -> Iterable[SubscriptionData]:
+        return self.subscriptions.values()
 
     def subscribed_topics(self) -> set[str]:
         return set(self.subscriptions)

@@ -30,24 +30,32 @@ Guarantees and behaviour (RocketMQ 4.9's DefaultMQProducer):
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, Unpack
 
 from orbitmq.client import otel, request_reply
 from orbitmq.client.accumulator import SendAccumulator, coalescable
 from orbitmq.client.acl import acl_options
 from orbitmq.client.batch import encode_batch, split_batches
-from orbitmq.client.config import ProducerConfig, from_kwargs
+from orbitmq.client.config import (
+    ClientConfig,
+    ProducerConfig,
+    ProducerOptions,
+    from_kwargs,
+    pop_trace_options,
+)
 from orbitmq.client.fault import FaultStrategy
-from orbitmq.client.instance import ClientInstance
+from orbitmq.client.instance import CLIENT_INNER_PRODUCER, ClientInstance
 from orbitmq.client.lookups import Lookups
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SEND_STATUS_BY_CODE, SendResult, SendStatus
 from orbitmq.client.selector import QueueSelector
 from orbitmq.client.service import ClientService
-from orbitmq.client.trace_dispatch import SendTracer, TraceDispatcher, pop_trace_options
+from orbitmq.client.trace_dispatch import SendTracer, TraceDispatcher
 from orbitmq.client.validation import check_batch, check_body, check_group, check_message
 from orbitmq.common import names
 from orbitmq.common import properties as mc
@@ -74,12 +82,13 @@ class Producer(ClientService):
 
     _not_started = "The producer service state not OK, maybe started once or not started (call start())"
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", **options: Any) -> None:
-        trace_enabled, trace_topic = pop_trace_options(options)
-        self.config: ProducerConfig = from_kwargs(ProducerConfig, group=group, **options)
+    def __init__(self, group: str = "DEFAULT_PRODUCER", **options: Unpack[ProducerOptions]) -> None:
+        """`options` are `ProducerConfig`'s fields (see config.py) and the message trace switches."""
+        kwargs: dict[str, Any] = dict(options)
+        trace_enabled, trace_topic = pop_trace_options(kwargs)
+        self.config: ProducerConfig = from_kwargs(ProducerConfig, group=group, **kwargs)
         #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
-        self._tracer = SendTracer(TraceDispatcher(self.config.namesrv_addr, trace_topic,
-                                                  client_options=acl_options(self.config)), group) \
+        self._tracer = SendTracer(TraceDispatcher(trace_producers(self.config), trace_topic), group) \
             if trace_enabled else None
         self.group = group
         self._instance: ClientInstance | None = None
@@ -101,7 +110,7 @@ class Producer(ClientService):
         if self._instance is not None:
             return
         check_group(self.group)
-        if not inner and self.group in ("DEFAULT_PRODUCER", "CLIENT_INNER_PRODUCER"):
+        if not inner and self.group in ("DEFAULT_PRODUCER", CLIENT_INNER_PRODUCER):
             raise MessageValidationError("producerGroup can not equal DEFAULT_PRODUCER, please specify another one.")
         instance = await ClientInstance.acquire(self.config)
         try:
@@ -477,6 +486,30 @@ class Producer(ClientService):
 
     async def query_message(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int) -> list[MessageExt]:
         return await self.lookups.query_message(topic, key, max_num, begin_ms, end_ms)
+
+
+async def start_inner_producer(config: ClientConfig) -> Producer:
+    """The producer a client instance keeps for resending failed messages (`ClientInstance.inner_producer`).
+
+    It joins the instance of `config` (same client id), so it sends over that
+    instance's connections and signs with its ACL keys.
+    """
+    producer = Producer(CLIENT_INNER_PRODUCER, namesrv_addr=config.namesrv_addr, instance_name=config.instance_name,
+                        client_ip=config.client_ip, unit_name=config.unit_name)
+    await producer.start(inner=True)
+    return producer
+
+
+def trace_producers(config: ClientConfig) -> Callable[[str], Producer]:
+    """Makes a trace dispatcher's producer of `group`: its own client instance, signing like `config`."""
+    def make(group: str) -> Producer:
+        return Producer(group, namesrv_addr=config.namesrv_addr,
+                        instance_name=f"orbitmq_trace_{os.getpid()}_{next(_trace_instances)}",
+                        **acl_options(config))
+    return make
+
+
+_trace_instances = itertools.count()
 
 
 def _elapsed_ms(started: float) -> int:

@@ -14,20 +14,16 @@ broker every 5 s and at shutdown (clustering) or in a local file
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from typing import Unpack
 
 from orbitmq.client import otel
-from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
-from orbitmq.client.instance import ClientInstance
-from orbitmq.client.lookups import Lookups
+from orbitmq.client.config import ConsumerOptions
+from orbitmq.client.consumer import ConsumerService
 from orbitmq.client.message_selector import MessageSelector, subscription_data
-from orbitmq.client.offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteOffsetStore
-from orbitmq.client.pulling import BrokerOffsets, PullHelper
+from orbitmq.client.offset_store import ReadOffsetType
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import PullResult
-from orbitmq.client.service import ClientService
-from orbitmq.client.validation import check_group
 from orbitmq.common.filter import SubscriptionData
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import ClientError
@@ -37,55 +33,28 @@ from orbitmq.remoting.sysflag import PullSysFlag
 BLOCK_SUSPEND_MS = 20_000
 
 
-class PullConsumer(ClientService):
-    def __init__(self, group: str, **options: Any) -> None:
-        self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
-        self.group = group
-        self._instance: ClientInstance | None = None
+class PullConsumer(ConsumerService):
+    def __init__(self, group: str, **options: Unpack[ConsumerOptions]) -> None:
+        """`options` are `ConsumerConfig`'s fields (see config.py)."""
+        super().__init__(group, dict(options))
         self._topics: set[str] = set()
         self._subs: dict[tuple[str, str | MessageSelector], SubscriptionData] = {}
 
     async def start(self) -> None:
-        if self._instance is not None:
-            return
-        check_group(self.group)
-        instance = await ClientInstance.acquire(self.config)
-        try:
-            instance.register_consumer(self)
-        except ClientError:
-            await instance.release()
-            raise
-        self._instance = instance
-        self.lookups = Lookups(instance)
-        self.pulling = PullHelper(instance, self.group)
-        self.offset_store: OffsetStore
-        if self.config.message_model is MessageModel.CLUSTERING:
-            self.offset_store = RemoteOffsetStore(self.group, BrokerOffsets(instance))
-        else:
-            base = Path(self.config.offsets_dir) if self.config.offsets_dir else None
-            self.offset_store = LocalFileOffsetStore(self.group, instance.client_id, base)
-        await self.offset_store.load()
+        if self._instance is None:
+            await self.join()
 
     async def shutdown(self) -> None:
         instance, self._instance = self._instance, None
         if instance is None:
             return
-        await self._persist(oneway=False)
-        await instance.unregister(consumer_group=self.group)
-        await instance.release()
+        await self._persist(list(self.offset_store.offsets()), oneway=False)
+        await self.leave(instance)
 
     # --- ConsumerMember ----------------------------------------------------------------
 
-    def heartbeat_data(self) -> dict[str, Any]:
-        subs = {sd.topic: sd for sd in self._subs.values()}
-        return {
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeType": "CONSUME_ACTIVELY",
-            "groupName": self.group,
-            "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [sd.to_json_dict() for sd in subs.values()],
-            "unitMode": False,
-        }
+    def subscription_datas(self) -> Iterable[SubscriptionData]:
+        return {sd.topic: sd for sd in self._subs.values()}.values()
 
     def subscribed_topics(self) -> set[str]:
         return set(self._topics)
@@ -95,14 +64,7 @@ class PullConsumer(ClientService):
 
     async def persist_offsets(self) -> None:
         if self._instance is not None:
-            await self._persist(oneway=True)
-
-    async def _persist(self, oneway: bool) -> None:
-        mqs = list(self.offset_store.offsets())
-        if isinstance(self.offset_store, RemoteOffsetStore):
-            await self.offset_store.persist_all(mqs, oneway=oneway)
-        else:
-            await self.offset_store.persist_all(mqs)
+            await self._persist(list(self.offset_store.offsets()), oneway=True)
 
     async def on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         for mq, offset in offsets.items():

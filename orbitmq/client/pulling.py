@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 
 from orbitmq.client.config import ConsumeFromWhere, ConsumerConfig
-from orbitmq.client.instance import ClientInstance
+from orbitmq.client.instance import ClientInstance, InnerProducerFactory
 from orbitmq.client.lookups import Lookups
 from orbitmq.client.offset_store import OFFSET_NOT_FOUND, OffsetStore, ReadOffsetType
 from orbitmq.client.queue import MessageQueue
@@ -98,9 +98,11 @@ class BrokerOffsets:
 
 
 class PullHelper:
-    def __init__(self, instance: ClientInstance, group: str) -> None:
+    def __init__(self, instance: ClientInstance, group: str, start_inner_producer: InnerProducerFactory) -> None:
         self.instance = instance
         self.group = group
+        #: Starts the instance's inner producer the first time a send-back must fall back to it.
+        self.start_inner_producer = start_inner_producer
         self._suggested: dict[MessageQueue, int] = {}
 
     async def pull(
@@ -172,7 +174,7 @@ class PullHelper:
         except RemotingError as exc:
             log.warning("send-back of %s failed (%s); resending it to the retry topic", msg.msg_id, exc)
         try:
-            producer = await self.instance.inner_producer()
+            producer = await self.instance.inner_producer(self.start_inner_producer)
             await producer.send(self._retry_copy(msg, delay_level, max_reconsume, delay_ms, attempts))
             return True
         except (BrokerError, RemotingError, ClientError) as exc:

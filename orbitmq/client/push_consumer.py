@@ -22,32 +22,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Unpack
 
-from orbitmq.client.acl import acl_options
-from orbitmq.client.config import ConsumerConfig, MessageModel, from_kwargs
+from orbitmq.client.config import PushConsumerOptions, pop_trace_options
 from orbitmq.client.consume_concurrently import ConcurrentConsumeService, RetryChoice
 from orbitmq.client.consume_orderly import OrderlyConsumeService
-from orbitmq.client.instance import ClientInstance
+from orbitmq.client.consumer import ConsumerService
 from orbitmq.client.listener import Listener, ListenerRunner
-from orbitmq.client.lookups import Lookups
 from orbitmq.client.message_selector import MessageSelector, subscription_data
-from orbitmq.client.offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    ReadOffsetType,
-    RemoteOffsetStore,
-)
+from orbitmq.client.offset_store import ReadOffsetType
 from orbitmq.client.process_queue import ProcessQueue, pull_delay_ms
-from orbitmq.client.pulling import BrokerOffsets, PullHelper, compute_pull_from_where
+from orbitmq.client.producer import trace_producers
+from orbitmq.client.pulling import compute_pull_from_where
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.rebalance import Rebalance
 from orbitmq.client.results import PullStatus
 from orbitmq.client.running_info import ConsumerStats, consume_once, describe_consumer
-from orbitmq.client.service import ClientService
 from orbitmq.client.tasks import cancel_and_wait
-from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner, pop_trace_options
+from orbitmq.client.trace_dispatch import TraceDispatcher, TracedListenerRunner
 from orbitmq.client.validation import check_group, check_topic
 from orbitmq.common.filter import SUB_ALL, SubscriptionData, build_subscription
 from orbitmq.common.message import MessageExt
@@ -63,20 +56,20 @@ SHUTDOWN_GRACE_S = 5.0
 SUBSCRIPTION_UNKNOWN_CODES = frozenset({ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_NOT_LATEST})
 
 
-class PushConsumer(ClientService):
-    def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Any) -> None:
-        trace_enabled, trace_topic = pop_trace_options(options)
-        self.config: ConsumerConfig = from_kwargs(ConsumerConfig, group=group, **options)
+class PushConsumer(ConsumerService):
+    consume_type = "CONSUME_PASSIVELY"
+
+    def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Unpack[PushConsumerOptions]) -> None:
+        """`options` are `ConsumerConfig`'s fields (see config.py) and the message trace switches."""
+        kwargs: dict[str, Any] = dict(options)
+        trace_enabled, trace_topic = pop_trace_options(kwargs)
+        super().__init__(group, kwargs)
         #: Message trace (enable_msg_trace=True, trace_topic=...): see trace_dispatch.py.
-        self._trace = TraceDispatcher(self.config.namesrv_addr, trace_topic, client_options=acl_options(self.config)) \
-            if trace_enabled else None
-        self.group = group
+        self._trace = TraceDispatcher(trace_producers(self.config), trace_topic) if trace_enabled else None
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._listener: Listener | None = None
         self._orderly = False
-        self._instance: ClientInstance | None = None
         self._pull_tasks: dict[MessageQueue, asyncio.Task[None]] = {}
-        self._started_ms = 0
         self._last_extra_heartbeat = 0.0
         self._side_tasks: set[asyncio.Task[None]] = set()
         #: Pull and consume figures per topic, reported in GET_CONSUMER_RUNNING_INFO.
@@ -107,10 +100,6 @@ class PushConsumer(ClientService):
         self._listener = listener
         self._orderly = True
 
-    @property
-    def clustering(self) -> bool:
-        return self.config.message_model is MessageModel.CLUSTERING
-
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -126,24 +115,7 @@ class PushConsumer(ClientService):
             raise ClientError("no subscription: call subscribe() before start()")
         if self.clustering:
             self.subscriptions.setdefault(retry_topic(self.group), build_subscription(retry_topic(self.group), SUB_ALL))
-        instance = await ClientInstance.acquire(self.config)
-        try:
-            instance.register_consumer(self)
-        except ClientError:
-            await instance.release()
-            raise
-        self._instance = instance
-        self._started_ms = int(time.time() * 1000)
-        self.lookups = Lookups(instance)
-        self.pulling = PullHelper(instance, self.group)
-        self.broker_offsets = BrokerOffsets(instance)
-        self.offset_store: OffsetStore
-        if self.clustering:
-            self.offset_store = RemoteOffsetStore(self.group, self.broker_offsets)
-        else:
-            base = Path(self.config.offsets_dir) if self.config.offsets_dir else None
-            self.offset_store = LocalFileOffsetStore(self.group, instance.client_id, base)
-        await self.offset_store.load()
+        instance = await self.join()
         self.rebalancer = Rebalance(
             self.group, self.config.message_model, self.config.allocate_strategy, instance, self,
             orderly=self._orderly,
@@ -191,20 +163,12 @@ class PushConsumer(ClientService):
             pq.dropped = True
         if self._trace is not None:
             await self._trace.close()
-        await instance.unregister(consumer_group=self.group)
-        await instance.release()
+        await self.leave(instance)
 
     # --- ConsumerMember (called by the client instance) --------------------------------------
 
-    def heartbeat_data(self) -> dict[str, Any]:
-        return {
-            "consumeFromWhere": self.config.consume_from_where.value,
-            "consumeType": "CONSUME_PASSIVELY",
-            "groupName": self.group,
-            "messageModel": self.config.message_model.value,
-            "subscriptionDataSet": [sd.to_json_dict() for sd in self.subscriptions.values()],
-            "unitMode": False,
-        }
+    def subscription_datas(self) -> Iterable[SubscriptionData]:
+        return self.subscriptions.values()
 
     def subscribed_topics(self) -> set[str]:
         return set(self.subscriptions)
@@ -216,12 +180,6 @@ class PushConsumer(ClientService):
     async def persist_offsets(self) -> None:
         if self._instance is not None:
             await self._persist(list(self.rebalancer.process_queues), oneway=True)
-
-    async def _persist(self, mqs: list[MessageQueue], oneway: bool) -> None:
-        if isinstance(self.offset_store, RemoteOffsetStore):
-            await self.offset_store.persist_all(mqs, oneway=oneway)
-        else:
-            await self.offset_store.persist_all(mqs)
 
     async def on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """The broker reset the group's offsets (admin resetOffsetByTime): restart those queues there."""

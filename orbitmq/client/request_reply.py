@@ -4,10 +4,9 @@ Requester side: `request()` gives the message a CORRELATION_ID (a random
 UUID), REPLY_TO_CLIENT (this client's id) and TTL (the timeout in ms),
 makes sure the brokers know this client (a heartbeat before its first
 request), sends the message like any other and waits for the reply, which
-the broker pushes with PUSH_REPLY_MESSAGE_TO_CLIENT. `ReplyWaiters` (one per
-client instance) matches pushed replies to waiting requests by correlation
-id; a reply nobody waits for any more (it came after the timeout) is logged
-and dropped.
+the broker pushes with PUSH_REPLY_MESSAGE_TO_CLIENT. `replies.ReplyWaiters` (one
+per client instance) matches pushed replies to waiting requests by
+correlation id.
 
 Responder side: `create_reply_message(request, body)` builds the reply:
 topic `<CLUSTER>_REPLY_TOPIC`, MSG_TYPE=reply, the correlation properties
@@ -18,38 +17,45 @@ SEND_REPLY_MESSAGE_V2 (325).
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import uuid
-import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from orbitmq.client.config import ProducerConfig
+from orbitmq.client.instance import ClientInstance
 from orbitmq.client.message import Message
 from orbitmq.client.queue import MessageQueue
+from orbitmq.client.replies import REPLY_MESSAGE_TYPE, is_reply
 from orbitmq.client.selector import QueueSelector
 from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message as _Message
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import ClientError, RequestTimeout
-from orbitmq.remoting.codes import ResponseCode
-from orbitmq.remoting.command import RemotingCommand
-from orbitmq.remoting.connection import Peer
 
-if TYPE_CHECKING:
-    from orbitmq.client.producer import Producer
-
-log = logging.getLogger(__name__)
-
-REPLY_MESSAGE_TYPE = "reply"
-_COMPRESSED = 0x1
+__all__ = ["REPLY_MESSAGE_TYPE", "RequestReplyTimeout", "Requester", "create_reply_message", "is_reply",
+           "request", "request_async"]
 
 RequestCallback = Callable[[MessageExt | None, BaseException | None], Any]
 
 
 class RequestReplyTimeout(RequestTimeout):
     """No reply arrived within the request's timeout (the request itself was sent)."""
+
+
+class Requester(Protocol):
+    """What a request needs of its producer: its instance, its topic defaults and `send`."""
+
+    config: ProducerConfig
+
+    @property
+    def instance(self) -> ClientInstance: ...
+
+    async def send(
+        self, msg: _Message, *, selector: QueueSelector | None = ..., arg: Any = ...,
+        queue: MessageQueue | None = ..., timeout: float | None = ...,
+    ) -> Any: ...
 
 
 def create_reply_message(request: MessageExt, body: bytes) -> Message:
@@ -72,74 +78,8 @@ def create_reply_message(request: MessageExt, body: bytes) -> Message:
     return reply
 
 
-def is_reply(properties: dict[str, str]) -> bool:
-    return properties.get(mc.MESSAGE_TYPE) == REPLY_MESSAGE_TYPE
-
-
-class ReplyWaiters:
-    """Requests waiting for their reply, by correlation id; owned by one client instance's loop."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[str, asyncio.Future[MessageExt]] = {}
-        #: Brokers (by name) that have had a heartbeat since this client started requesting.
-        self.announced_to: set[str] = set()
-
-    def expect(self, correlation_id: str) -> asyncio.Future[MessageExt]:
-        fut: asyncio.Future[MessageExt] = asyncio.get_running_loop().create_future()
-        self._waiting[correlation_id] = fut
-        return fut
-
-    def forget(self, correlation_id: str) -> None:
-        self._waiting.pop(correlation_id, None)
-
-    def __len__(self) -> int:
-        return len(self._waiting)
-
-    async def on_push_reply(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        """PUSH_REPLY_MESSAGE_TO_CLIENT: hand the reply to its waiting request."""
-        try:
-            reply = reply_from_push(request)
-        except ValueError as exc:
-            return request.response(ResponseCode.SYSTEM_ERROR, f"bad reply message: {exc}")
-        correlation_id = reply.properties.get(mc.CORRELATION_ID, "")
-        fut = self._waiting.pop(correlation_id, None)
-        if fut is None or fut.done():
-            log.info("reply %s from %s came after its request gave up; dropped", correlation_id, peer.addr)
-        else:
-            fut.set_result(reply)
-        return request.response(ResponseCode.SUCCESS)
-
-
-def reply_from_push(request: RemotingCommand) -> MessageExt:
-    """The reply message carried by a PUSH_REPLY_MESSAGE_TO_CLIENT request (header §3.12 + body)."""
-    f = request.field
-    sys_flag = int(f("sysFlag") or 0)
-    body = request.body_bytes()
-    if sys_flag & _COMPRESSED:
-        try:
-            body = zlib.decompress(body)
-        except zlib.error as exc:
-            raise ValueError(f"compressed body does not inflate: {exc}") from exc
-    properties = mc.decode_properties(f("properties") or "")
-    properties[mc.REPLY_MESSAGE_ARRIVE_TIME] = str(int(time.time() * 1000))
-    return MessageExt(
-        topic=f("topic") or "",
-        body=body,
-        flag=int(f("flag") or 0),
-        properties=properties,
-        queue_id=int(f("queueId") or 0),
-        sys_flag=sys_flag,
-        born_timestamp=int(f("bornTimestamp") or 0),
-        born_host=f("bornHost") or "",
-        store_timestamp=int(f("storeTimestamp") or 0),
-        store_host=f("storeHost") or "",
-        reconsume_times=int(f("reconsumeTimes") or 0),
-        msg_id=properties.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""),
-    )
-
-
 async def request(
-    producer: Producer,
+    producer: Requester,
     msg: _Message,
     timeout: float,
     *,
@@ -174,7 +114,7 @@ async def request(
 
 
 def request_async(
-    producer: Producer,
+    producer: Requester,
     msg: _Message,
     callback: RequestCallback | None,
     timeout: float,
@@ -197,7 +137,7 @@ def request_async(
     return fut
 
 
-async def _announce(producer: Producer, topic: str) -> None:
+async def _announce(producer: Requester, topic: str) -> None:
     """Heartbeat to the brokers of `topic` before the first request, so a reply can find this client."""
     instance = producer.instance
     route = instance.routes.get(topic) or await instance.update_route(topic)

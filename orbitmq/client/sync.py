@@ -21,13 +21,14 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 from orbitmq.client import lite_pull_consumer as _lite
 from orbitmq.client import producer as _producer
 from orbitmq.client import pull_consumer as _pull
 from orbitmq.client import push_consumer as _push
 from orbitmq.client import transaction_producer as _tx
+from orbitmq.client.config import ConsumerOptions, ProducerOptions, PushConsumerOptions
 from orbitmq.client.listener import Listener
 from orbitmq.client.message_selector import MessageSelector
 from orbitmq.client.queue import MessageQueue
@@ -84,7 +85,7 @@ def _on_loop(fn: Callable[[], T]) -> T:
 class Producer:
     """Blocking twin of `orbitmq.client.Producer`."""
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", **options: Any) -> None:
+    def __init__(self, group: str = "DEFAULT_PRODUCER", **options: Unpack[ProducerOptions]) -> None:
         self._p = _producer.Producer(group, **options)
 
     def start(self) -> None:
@@ -155,7 +156,7 @@ class TransactionProducer(Producer):
     """Blocking twin of `orbitmq.client.TransactionProducer`; the listener runs on the client loop's thread."""
 
     def __init__(self, group: str = "DEFAULT_PRODUCER", listener: _tx.TransactionListener | None = None,
-                 **options: Any) -> None:
+                 **options: Unpack[ProducerOptions]) -> None:
         self._tp = _tx.TransactionProducer(group, listener, **options)
         self._p = self._tp
 
@@ -166,7 +167,7 @@ class TransactionProducer(Producer):
 class PushConsumer:
     """Blocking twin of `orbitmq.client.PushConsumer`; listeners run on its worker threads."""
 
-    def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Any) -> None:
+    def __init__(self, group: str = "DEFAULT_CONSUMER", **options: Unpack[PushConsumerOptions]) -> None:
         self._c = _push.PushConsumer(group, **options)
 
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
@@ -195,7 +196,7 @@ class PushConsumer:
 class PullConsumer:
     """Blocking twin of `orbitmq.client.PullConsumer`."""
 
-    def __init__(self, group: str, **options: Any) -> None:
+    def __init__(self, group: str, **options: Unpack[ConsumerOptions]) -> None:
         self._c = _pull.PullConsumer(group, **options)
 
     def start(self) -> None:
@@ -231,7 +232,7 @@ class PullConsumer:
 class LitePullConsumer:
     """Blocking twin of `orbitmq.client.LitePullConsumer`."""
 
-    def __init__(self, group: str, **options: Any) -> None:
+    def __init__(self, group: str, **options: Unpack[ConsumerOptions]) -> None:
         self._c: _lite.LitePullConsumer = _on_loop(lambda: _lite.LitePullConsumer(group, **options))
 
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:

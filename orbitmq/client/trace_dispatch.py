@@ -11,7 +11,9 @@ your own works as well).
 * The dispatcher's task drains the buffer in batches: the records of up to
   `batch_size` contexts go in one trace message (split below
   `max_message_bytes`), keyed by the traced message ids, sent by a producer of
-  its own (group `_INNER_TRACE_PRODUCER-<topic>`, its own client instance).
+  its own (group `_INNER_TRACE_PRODUCER-<topic>`), made by the factory the
+  owner passes in (`producer.trace_producers`: its own client instance,
+  signing like the owner).
   A batch that cannot be sent is logged and counted as dropped.
 * `close()` sends what is buffered (bounded by a timeout) and stops.
 
@@ -25,14 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import itertools
 import logging
-import os
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from orbitmq.client.listener import Listener, ListenerRunner
+from orbitmq.client.message import Message as ClientMessage
 from orbitmq.client.results import ConsumeOrderlyResult, ConsumeResult, SendResult, SendStatus
 from orbitmq.client.trace import (
     DEFAULT_TRACE_TOPIC,
@@ -50,32 +51,35 @@ from orbitmq.common.message import Message, MessageExt
 from orbitmq.common.msgid import UniqueIdGenerator
 from orbitmq.errors import OrbitMQError
 
-if TYPE_CHECKING:
-    from orbitmq.client.producer import Producer
-
 log = logging.getLogger(__name__)
 
-_instances = itertools.count()
 _request_ids = UniqueIdGenerator()
 #: A trace message's KEYS must fit the 32 KiB property limit with room to spare.
 _MAX_KEYS_CHARS = 16_000
 
 
-def pop_trace_options(options: dict[str, Any]) -> tuple[bool, str | None]:
-    """Take `enable_msg_trace` and `trace_topic` out of a client's keyword options."""
-    return bool(options.pop("enable_msg_trace", False)), options.pop("trace_topic", None)
+class TraceSender(Protocol):
+    """What the dispatcher needs of its producer."""
+
+    async def start(self) -> None: ...
+
+    async def send(self, msg: ClientMessage) -> Any: ...
+
+    async def shutdown(self) -> None: ...
+
+
+#: Makes the dispatcher's (not yet started) producer of the given group.
+TraceSenderFactory = Callable[[str], TraceSender]
 
 
 class TraceDispatcher:
     """Owns the trace buffer, the draining task and the trace producer."""
 
     def __init__(
-        self, namesrv_addr: str, trace_topic: str | None = None, *, capacity: int = 2048, batch_size: int = 100,
-        max_message_bytes: int = 128_000, linger_s: float = 0.02, client_options: Mapping[str, Any] | None = None,
+        self, make_producer: TraceSenderFactory, trace_topic: str | None = None, *, capacity: int = 2048,
+        batch_size: int = 100, max_message_bytes: int = 128_000, linger_s: float = 0.02,
     ) -> None:
-        self.namesrv_addr = namesrv_addr
-        #: Options of the trace producer beyond the NameServer (the owner's ACL keys, client/acl.py).
-        self.client_options = dict(client_options or {})
+        self.make_producer = make_producer
         self.topic = trace_topic or DEFAULT_TRACE_TOPIC
         self.capacity = capacity
         self.batch_size = batch_size
@@ -88,7 +92,7 @@ class TraceDispatcher:
         self._idle = asyncio.Event()
         self._idle.set()
         self._task: asyncio.Task[None] | None = None
-        self._producer: Producer | None = None
+        self._producer: TraceSender | None = None
 
     def append(self, ctx: TraceContext) -> None:
         """Buffer one context without waiting; drop (and count) it when the buffer is full."""
@@ -141,13 +145,8 @@ class TraceDispatcher:
             self._idle.set()
 
     async def _send(self, batch: Sequence[TraceContext]) -> None:
-        from orbitmq.client.message import Message as ClientMessage
-        from orbitmq.client.producer import Producer
-
         if self._producer is None:
-            producer = Producer(TRACE_PRODUCER_GROUP_PREFIX + self.topic, namesrv_addr=self.namesrv_addr,
-                                instance_name=f"orbitmq_trace_{os.getpid()}_{next(_instances)}",
-                                **self.client_options)
+            producer = self.make_producer(TRACE_PRODUCER_GROUP_PREFIX + self.topic)
             await producer.start()
             self._producer = producer
         body: list[str] = []

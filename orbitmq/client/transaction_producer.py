@@ -41,9 +41,10 @@ import logging
 from collections.abc import Awaitable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from orbitmq.client.acl import sign_request
+from orbitmq.client.config import ProducerOptions
 from orbitmq.client.message import Message
 from orbitmq.client.producer import Producer
 from orbitmq.client.results import SendResult, SendStatus
@@ -108,7 +109,7 @@ class TransactionProducer(Producer):
     """A Producer that can also send transactional messages; see the module docstring."""
 
     def __init__(self, group: str = "DEFAULT_PRODUCER", listener: TransactionListener | None = None,
-                 **options: Any) -> None:
+                 **options: Unpack[ProducerOptions]) -> None:
         super().__init__(group, **options)
         self.listener = listener
         self._check_pool: ThreadPoolExecutor | None = None

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from orbitmq.client import ConsumeFromWhere, ConsumeResult, Message, Producer, PushConsumer, SendStatus
+from orbitmq.client.config import SecurityOptions
 from orbitmq.common.message import MessageExt
 from tests.acl.conftest import ADMIN, CONSUMER, AclCluster
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 async def test_a_signed_producer_and_push_consumer_exchange_messages(acl_cluster: AclCluster) -> None:
-    keys = {"access_key": CONSUMER.access_key, "secret_key": CONSUMER.secret_key}
+    keys: SecurityOptions = {"access_key": CONSUMER.access_key, "secret_key": CONSUMER.secret_key}
     topic = "AclQuickstart"
     async with Producer("AclQuickstartProducer", namesrv_addr=acl_cluster.namesrv, **keys) as producer:
         results = [await producer.send(Message(topic, f"hello {i}".encode())) for i in range(10)]

@@ -149,26 +149,33 @@ async def test_trace_of_a_transactional_message_shows_its_half_send_and_how_it_e
 class FakeTraceProducer:
     def __init__(self) -> None:
         self.sent: list[Message] = []
+        self.started = self.stopped = False
+
+    async def start(self) -> None:
+        self.started = True
 
     async def send(self, msg: Message) -> None:
         self.sent.append(msg)
 
     async def shutdown(self) -> None:
-        pass
+        self.stopped = True
 
 
 async def test_dispatcher_batches_records_into_keyed_messages_and_counts_what_does_not_fit() -> None:
     from orbitmq.client.trace_dispatch import TraceDispatcher
 
-    dispatcher = TraceDispatcher("127.0.0.1:1", "MyTrace", capacity=3, max_message_bytes=80)
     fake = FakeTraceProducer()
-    dispatcher._producer = fake  # type: ignore[assignment]
+    groups: list[str] = []
+    dispatcher = TraceDispatcher(lambda group: groups.append(group) or fake, "MyTrace", capacity=3,
+                                 max_message_bytes=80)
     for i in range(5):
         bean = TraceBean(msg_id=f"ID{i}", topic="T", keys=f"k{i}")
         dispatcher.append(TraceContext(TraceType.PUB, 1, "PG", [bean]))
     assert dispatcher.dropped == 2  # the buffer holds 3; appending never waits
     assert await dispatcher.flush(5)
     await dispatcher.close()
+    assert groups == ["_INNER_TRACE_PRODUCER-MyTrace"]  # one producer, made on the first batch
+    assert fake.stopped
     assert all(m.topic == "MyTrace" for m in fake.sent)
     assert len(fake.sent) == 3  # an 80-byte message holds one record
     records = [r for m in fake.sent for r in decode(m.body.decode())]
@@ -185,17 +192,20 @@ async def test_closing_the_dispatcher_waits_for_a_batch_already_in_flight() -> N
         def __init__(self) -> None:
             super().__init__()
             self.sending = asyncio.Event()
+            self.release = asyncio.Event()
 
         async def send(self, msg: Message) -> None:
             self.sending.set()
-            await asyncio.sleep(0.3)  # the batch has left the buffer but is not sent yet
+            await self.release.wait()  # the batch has left the buffer but is not sent yet
             await super().send(msg)
 
-    dispatcher = TraceDispatcher("127.0.0.1:1", "MyTrace", linger_s=0)
     slow = SlowTraceProducer()
-    dispatcher._producer = slow  # type: ignore[assignment]
+    dispatcher = TraceDispatcher(lambda group: slow, "MyTrace", linger_s=0)
     dispatcher.append(TraceContext(TraceType.SUB_BEFORE, 1, "CG", [TraceBean(msg_id="ID0", topic="T")]))
     await asyncio.wait_for(slow.sending.wait(), 5)
-    await dispatcher.close()
+    closing = asyncio.ensure_future(dispatcher.close())
+    # Runs after close() took its first step: a close that cancelled the batch in flight has done so by now.
+    asyncio.get_running_loop().call_soon(slow.release.set)
+    await asyncio.wait_for(closing, 5)
     assert [r.beans[0].msg_id for m in slow.sent for r in decode(m.body.decode())] == ["ID0"]
     assert dispatcher.dropped == 0
