@@ -1,8 +1,9 @@
 """The `orbitmq` command and the RocketMQ-style aliases `mqnamesrv`, `mqbroker`, `mqadmin`.
 
 Each subcommand lives with the part it runs (`orbitmq/namesrv/cli.py`,
-`orbitmq/broker/cli.py`, `orbitmq/admin/cli.py`) and is imported only when
-used, so `orbitmq admin ...` does not pay for loading the broker.
+`orbitmq/broker/cli.py`, `orbitmq/admin/cli.py`; `orbitmq/dev.py` composes
+the first two) and is imported only when used, so `orbitmq admin ...` does
+not pay for loading the broker.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from orbitmq import __version__
 _SUBCOMMANDS: dict[str, str] = {
     "namesrv": "orbitmq.namesrv.cli:namesrv_command",
     "broker": "orbitmq.broker.cli:broker_command",
-    "dev": "orbitmq.broker.cli:dev_command",
+    "dev": "orbitmq.dev:dev_command",
     "admin": "orbitmq.admin.cli:admin_group",
     "console": "orbitmq.console.cli:console_command",
 }

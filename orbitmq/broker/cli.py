@@ -1,18 +1,11 @@
-"""`orbitmq broker` (alias `mqbroker`) and `orbitmq dev`.
+"""`orbitmq broker` (alias `mqbroker`), and the serving helpers `orbitmq dev` (orbitmq/dev.py) shares.
 
 `orbitmq broker -c broker.conf [-n host:port] [--listen HOST:PORT] [--store DIR]`
 runs one broker from a RocketMQ-style broker.conf; flags override the file.
 
-`orbitmq dev [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [--host 127.0.0.1]
-[--metrics-port 5557 | --no-metrics]` runs a NameServer and a Broker in one process (one
-event loop) with the store in ./orbitmq-data unless told otherwise, and serves both
-servers' Prometheus metrics on HOST:5557/metrics.
-
-Both print one stdout line per listener once bound (`namesrv listening on
-HOST:PORT`, `broker <name> listening on HOST:PORT`, `metrics listening on
-HOST:PORT` when metrics are served), log to stderr, stop
-cleanly on SIGINT/SIGTERM (exit 0), and exit with code 2 on bad flags or
-configuration.
+It prints one stdout line per listener once bound (`metrics listening on HOST:PORT` first
+when metricsExporterType=PROM, then `broker <name> listening on HOST:PORT`), logs to stderr,
+stops cleanly on SIGINT/SIGTERM (exit 0), and exits with code 2 on bad flags or configuration.
 """
 
 from __future__ import annotations
@@ -20,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -31,7 +23,6 @@ import click
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
 from orbitmq.common.javaprops import format_properties, parse_properties
-from orbitmq.console.cli import dev_console_option
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
 
@@ -40,9 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("orbitmq.broker")
 
-#: `orbitmq dev` keeps CommitLog files smaller than RocketMQ's 1 GiB so a first start
-#: does not pre-touch a gigabyte on a laptop; the format is the same.
-DEV_COMMIT_LOG_FILE_SIZE = 128 * 1024 * 1024
 #: `orbitmq dev`'s Prometheus port: RocketMQ 5's metricsPromExporterPort and rocketmq-exporter's.
 DEV_METRICS_PORT = 5557
 
@@ -86,7 +74,8 @@ def build_config(props: dict[str, str], source: str | None) -> BrokerConfig:
         raise ConfigProblem(f"{source + ': ' if source else ''}{exc}") from None
 
 
-def _setup_logging(verbose: bool) -> None:
+def setup_logging(verbose: bool) -> None:
+    """Log to stderr; stdout is kept for the readiness lines."""
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if verbose else logging.INFO,
@@ -99,7 +88,8 @@ def _setup_logging(verbose: bool) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _stop_signals() -> AsyncIterator[asyncio.Event]:
+async def stop_signals() -> AsyncIterator[asyncio.Event]:
+    """An Event set by SIGINT or SIGTERM while the block runs."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -111,12 +101,14 @@ async def _stop_signals() -> AsyncIterator[asyncio.Event]:
             loop.remove_signal_handler(sig)
 
 
-def _announce(line: str) -> None:
+def announce(line: str) -> None:
+    """One readiness line on stdout, flushed at once (tests and scripts wait for it)."""
     click.echo(line)
     sys.stdout.flush()
 
 
-async def _start_broker(config: BrokerConfig) -> tuple[Broker, str, int]:
+async def start_broker(config: BrokerConfig) -> tuple[Broker, str, int]:
+    """Start a Broker; a bind failure or a bad configuration becomes a click exception (exit 1 or 2)."""
     broker = Broker(config)
     try:
         host, port = await broker.start()
@@ -140,13 +132,13 @@ async def start_metrics(
     except OSError as exc:
         raise click.ClickException(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
     assert server.address is not None
-    _announce(f"metrics listening on {server.address[0]}:{server.address[1]}")
+    announce(f"metrics listening on {server.address[0]}:{server.address[1]}")
     return server
 
 
 async def serve_broker(config: BrokerConfig) -> None:
-    async with _stop_signals() as stop:
-        broker, host, port = await _start_broker(config)
+    async with stop_signals() as stop:
+        broker, host, port = await start_broker(config)
         metrics: MetricsServer | None = None
         try:
             if config.metrics_exporter_type == "PROM":
@@ -156,7 +148,7 @@ async def serve_broker(config: BrokerConfig) -> None:
                     [BrokerMetrics(broker)], config.metrics_prom_exporter_host or config.listen_host,
                     config.metrics_prom_exporter_port,
                 )
-            _announce(f"broker {config.broker_name} listening on {host}:{port}")
+            announce(f"broker {config.broker_name} listening on {host}:{port}")
             await stop.wait()
             log.info("broker shutting down")
         finally:
@@ -192,102 +184,5 @@ def broker_command(
     if print_config:
         click.echo(format_properties(config.to_properties()), nl=False)
         return
-    _setup_logging(verbose)
+    setup_logging(verbose)
     run(serve_broker(config))  # on uvloop when installed
-
-
-# --- orbitmq dev ---------------------------------------------------------------------
-
-
-async def serve_dev(
-    host: str,
-    namesrv_port: int,
-    broker_config: BrokerConfig,
-    store_dir: str,
-    console_listen: str = "off",
-    metrics_port: int | None = None,
-) -> None:
-    from orbitmq.console.cli import dev_console
-    from orbitmq.namesrv.config import NamesrvConfig
-    from orbitmq.namesrv.server import NameServer
-
-    ns_config = NamesrvConfig(
-        listen_host=host,
-        listen_port=namesrv_port,
-        kv_config_path=os.path.join(store_dir, "namesrv", "kvConfig.json"),
-        tls=broker_config.tls,  # the tls.* keys of the config file serve both ports
-    )
-    async with _stop_signals() as stop:
-        ns = NameServer(ns_config)
-        try:
-            ns_host, ns_port = await ns.start()
-        except OSError as exc:
-            raise click.ClickException(f"cannot start namesrv on {host}:{namesrv_port}: {exc.strerror or exc}") from None
-        except ConfigError as exc:
-            raise ConfigProblem(str(exc)) from None
-        try:
-            _announce(f"namesrv listening on {ns_host}:{ns_port}")
-            _announce(f"store {os.path.abspath(store_dir)}")
-            config = broker_config.with_properties({"namesrvAddr": f"{ns_host}:{ns_port}"})
-            broker, b_host, b_port = await _start_broker(config)
-            metrics: MetricsServer | None = None
-            try:
-                if metrics_port is not None:  # one endpoint for both servers
-                    from orbitmq.metrics import BrokerMetrics, NamesrvMetrics
-
-                    metrics = await start_metrics(
-                        [BrokerMetrics(broker), NamesrvMetrics(ns)], host, metrics_port,
-                        any_port_if_busy=metrics_port == DEV_METRICS_PORT,
-                    )
-                _announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
-                async with dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable, config.tls):
-                    await stop.wait()
-                    log.info("dev: shutting down")
-            finally:
-                if metrics is not None:
-                    await metrics.close()
-                await broker.close()
-        finally:
-            await ns.close()
-
-
-@click.command("dev", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--store", "store_dir", default="orbitmq-data", show_default=True, metavar="DIR", help="Data folder.")
-@click.option("--namesrv-port", default=9876, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--broker-port", default=10911, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface both servers listen on.")
-@click.option(
-    "--metrics-port", default=DEV_METRICS_PORT, show_default=True, type=click.IntRange(0, 65535),
-    help="Prometheus /metrics port on --host (the default gives way to a free port when in use).",
-)
-@click.option("--no-metrics", is_flag=True, help="Serve no /metrics endpoint.")
-@click.option("-c", "--config-file", "config_file", metavar="FILE", help="Extra broker.conf settings.")
-@dev_console_option
-@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
-def dev_command(
-    store_dir: str,
-    namesrv_port: int,
-    broker_port: int,
-    host: str,
-    metrics_port: int,
-    no_metrics: bool,
-    config_file: str | None,
-    console_listen: str,
-    verbose: bool,
-) -> None:
-    """Run a NameServer and a Broker in one process, for development."""
-    props: dict[str, str] = {"mappedFileSizeCommitLog": str(DEV_COMMIT_LOG_FILE_SIZE)}
-    props.update(read_config_file(config_file))
-    props.update(
-        {
-            "listenHost": host,
-            "listenPort": str(broker_port),
-            "brokerIP1": host if host not in ("0.0.0.0", "::") else "",
-            "storePathRootDir": os.path.abspath(store_dir),
-        }
-    )
-    if not props["brokerIP1"]:
-        del props["brokerIP1"]
-    config = build_config(props, config_file)
-    _setup_logging(verbose)
-    run(serve_dev(host, namesrv_port, config, store_dir, console_listen, None if no_metrics else metrics_port))

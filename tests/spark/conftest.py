@@ -181,7 +181,7 @@ def start_dev(store: Path) -> tuple[ServerProcess, str, str]:
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    pytest.importorskip("orbitmq.broker.cli", reason="the broker's `orbitmq dev` command is not in this tree")
+    pytest.importorskip("orbitmq.dev", reason="the broker's `orbitmq dev` command is not in this tree")
     server, namesrv, broker = start_dev(tmp_path_factory.mktemp("orbitmq-dev"))
     try:
         yield DevCluster(server, namesrv, broker)
