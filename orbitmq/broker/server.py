@@ -266,6 +266,12 @@ class Broker:
         if self.registrar is not None:
             self.registrar.topics_changed()
 
+    async def _register_topics_now(self) -> None:
+        """A topic change the NameServers learn before the request that made it is answered."""
+        self.metadata.mark(TOPICS)
+        if self.registrar is not None:
+            await self.registrar.register_all()
+
     def _groups_changed(self) -> None:
         self.metadata.mark(GROUPS)
 
@@ -396,6 +402,7 @@ class Broker:
         AdminHandlers(
             live=self.live, topics=self.topics, offsets=self.offsets, store=store, stats=self.stats,
             topics_changed=self._topics_changed, config_changed=self._config_changed,
+            topics_registered=self._register_topics_now,
         ).register(registry)
         GroupHandlers(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+from orbitmq.broker.config import BrokerConfig
 from orbitmq.common import jsonbody
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import iter_records
-from orbitmq.remoting.codes import RequestCode
+from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.sysflag import PullSysFlag
 from orbitmq.remoting.transport import RemotingClient
@@ -105,3 +107,27 @@ def heartbeat_body(client_id: str, group: str, topic: str, sub: str = "*", codes
             }
         ],
     }
+
+
+def broker_config(tmp_path: Path, **extra: str) -> BrokerConfig:
+    """An in-process broker's config: 127.0.0.1, an ephemeral port, its store under `tmp_path`, small files."""
+    values = {
+        "listenHost": "127.0.0.1",
+        "listenPort": "0",
+        "brokerIP1": "127.0.0.1",
+        "storePathRootDir": str(tmp_path / "store"),
+        "mappedFileSizeCommitLog": str(1 << 20),
+        "mappedFileSizeConsumeQueue": str(20 * 1000),
+    }
+    values.update(extra)
+    return BrokerConfig.from_properties(values)
+
+
+async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 4, perm: int = 6) -> None:
+    """UPDATE_AND_CREATE_TOPIC with `queues` read and write queues; fails the test unless it succeeds."""
+    fields = {
+        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+        "perm": str(perm), "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+    }
+    response = await request(client, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
+    assert response.code == ResponseCode.SUCCESS, response.remark

@@ -9,27 +9,20 @@ from pathlib import Path
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
 from orbitmq.common.message import MessageExt
-from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
-from tests.broker.helpers import FLAG_SUBSCRIPTION, FLAG_SUSPEND, pull, records, request
+from tests.broker import helpers
+from tests.broker.helpers import FLAG_SUBSCRIPTION, FLAG_SUSPEND, broker_config, pull, records
 
 #: A short delay table so level tests wait seconds, not minutes.
 SHORT_LEVELS = "1s 2s 3s"
 
 
 def make_config(tmp_path: Path, **extra: str) -> BrokerConfig:
-    values = {
-        "listenHost": "127.0.0.1",
-        "listenPort": "0",
-        "brokerIP1": "127.0.0.1",
-        "storePathRootDir": str(tmp_path / "store"),
-        "mappedFileSizeCommitLog": str(1 << 22),
-        "mappedFileSizeConsumeQueue": str(20 * 3000),
-        "messageDelayLevel": SHORT_LEVELS,
-        "flushDelayOffsetInterval": "200",
-    }
-    values.update(extra)
-    return BrokerConfig.from_properties(values)
+    return broker_config(tmp_path, **{
+        "mappedFileSizeCommitLog": str(1 << 22), "mappedFileSizeConsumeQueue": str(20 * 3000),
+        "messageDelayLevel": SHORT_LEVELS, "flushDelayOffsetInterval": "200", **extra,
+    })
 
 
 def addr_of(broker: Broker) -> str:
@@ -38,12 +31,8 @@ def addr_of(broker: Broker) -> str:
 
 
 async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 1) -> None:
-    fields = {
-        "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
-        "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
-    }
-    response = await request(client, addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
-    assert response.code == ResponseCode.SUCCESS, response.remark
+    """A topic of one queue unless told otherwise (the feature tests read queue 0)."""
+    await helpers.create_topic(client, addr, topic, queues)
 
 
 async def drain(

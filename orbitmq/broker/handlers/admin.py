@@ -6,7 +6,7 @@ GET_TOPIC_STATS_INFO, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orbitmq.broker.config import LiveConfig
@@ -50,6 +50,7 @@ class AdminHandlers:
         stats: BrokerStats,
         topics_changed: Callable[[], None],
         config_changed: Callable[[], None],
+        topics_registered: Callable[[], Awaitable[None]],
     ) -> None:
         self.live = live
         self.topics = topics
@@ -58,6 +59,8 @@ class AdminHandlers:
         self.stats = stats
         self.topics_changed = topics_changed
         self.config_changed = config_changed
+        #: Records a topic change and registers it with the NameServers, returning once they answered.
+        self.topics_registered = topics_registered
 
     def register(self, server: Registry) -> None:
         server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.create_topic)
@@ -95,7 +98,9 @@ class AdminHandlers:
             boolean(request, "order"),
         )
         if self.topics.put(config):
-            self.topics_changed()
+            # Registered before the answer, as RocketMQ's registerIncrementBrokerData: whoever created
+            # the topic can look its route up as soon as this returns.
+            await self.topics_registered()
         return request.response(ResponseCode.SUCCESS)
 
     async def delete_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
