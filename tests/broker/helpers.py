@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
-from orbitmq.broker.config import BrokerConfig
 from orbitmq.common import jsonbody
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
@@ -107,20 +105,6 @@ def heartbeat_body(client_id: str, group: str, topic: str, sub: str = "*", codes
             }
         ],
     }
-
-
-def broker_config(tmp_path: Path, **extra: str) -> BrokerConfig:
-    """An in-process broker's config: 127.0.0.1, an ephemeral port, its store under `tmp_path`, small files."""
-    values = {
-        "listenHost": "127.0.0.1",
-        "listenPort": "0",
-        "brokerIP1": "127.0.0.1",
-        "storePathRootDir": str(tmp_path / "store"),
-        "mappedFileSizeCommitLog": str(1 << 20),
-        "mappedFileSizeConsumeQueue": str(20 * 1000),
-    }
-    values.update(extra)
-    return BrokerConfig.from_properties(values)
 
 
 async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 4, perm: int = 6) -> None:

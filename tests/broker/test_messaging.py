@@ -27,7 +27,6 @@ from tests.broker.helpers import (
     FLAG_COMMIT,
     FLAG_SUBSCRIPTION,
     FLAG_SUSPEND,
-    broker_config,
     create_topic,
     heartbeat_body,
     props,
@@ -37,8 +36,20 @@ from tests.broker.helpers import (
     send_v1,
     send_v2,
 )
+from tests.support.dev import broker_config
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
+
+
+async def parked(broker: Broker, n: int) -> bool:
+    """True once `n` long polls are waiting at `broker` for a message."""
+    return len(broker.waiters) == n
+
+
+async def queued(broker: Broker) -> bool:
+    """True once a send waits for a slot at `broker`'s send gate."""
+    return broker.send_gate.waiting > 0
 
 
 def make_config(tmp_path: Path, **extra: str) -> BrokerConfig:
@@ -103,7 +114,7 @@ async def test_a_waiting_long_poll_is_answered_when_a_message_arrives(broker: Br
     waiting = asyncio.ensure_future(
         pull(client, addr, "T", "CG", 0, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND, suspend_ms=30_000, timeout=40)
     )
-    await asyncio.sleep(0.3)
+    await until(lambda: parked(broker, 1))  # the pull waits at the broker: the send below must wake it
     assert not waiting.done()
     sent = await send_v2(client, addr, "T", b"wake up")
     assert sent.code == ResponseCode.SUCCESS
@@ -206,7 +217,8 @@ async def test_sends_that_waited_too_long_are_refused_as_system_busy(tmp_path: P
             for _ in range(b.send_gate.max_in_flight):  # take every slot so the send has to wait
                 await held.enter_async_context(b.send_gate)
             waiting = asyncio.ensure_future(send_v2(client, b.broker_addr, "T", b"x"))
-            await asyncio.sleep(0.3)
+            await until(lambda: queued(b))  # the send waits at the gate ...
+            await asyncio.sleep(0.1)  # ... longer than waitTimeMillsInSendQueue (the time is what is tested)
         r = await waiting
         assert r.code == ResponseCode.SYSTEM_BUSY and (r.remark or "").startswith("[TIMEOUT_CLEAN_QUEUE]")
         again = await send_v2(client, b.broker_addr, "T", b"x")
@@ -471,7 +483,7 @@ async def test_a_clean_shutdown_answers_waiting_long_polls_instead_of_dropping_t
             pull(client, b.broker_addr, "T", "CG", 0, sys_flag=FLAG_SUBSCRIPTION | FLAG_SUSPEND,
                  suspend_ms=30_000, timeout=40)
         )
-        await asyncio.sleep(0.2)
+        await until(lambda: parked(b, 1))  # waiting at the broker when the shutdown begins
     finally:
         await asyncio.wait_for(b.close(), 10)
     response = await asyncio.wait_for(waiting, 5)

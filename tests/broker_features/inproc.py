@@ -12,7 +12,8 @@ from orbitmq.common.message import MessageExt
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker import helpers
-from tests.broker.helpers import FLAG_SUBSCRIPTION, FLAG_SUSPEND, broker_config, pull, records
+from tests.broker.helpers import FLAG_SUBSCRIPTION, FLAG_SUSPEND, pull, records
+from tests.support.dev import broker_config
 
 #: A short delay table so level tests wait seconds, not minutes.
 SHORT_LEVELS = "1s 2s 3s"

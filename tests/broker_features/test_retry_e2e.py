@@ -6,7 +6,6 @@ The dev broker runs the delay table "1s 2s 3s", so every broker-chosen retry
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 
 import pytest
@@ -16,13 +15,26 @@ from orbitmq.client import (
     ConsumeResult,
     Message,
     MessageExt,
+    MessageQueue,
     Producer,
     PullConsumer,
     PushConsumer,
 )
-from tests.client.helpers import create_topic, wait_until
+from tests.client.helpers import consumed_everything, create_topic, retry_until_ok, wait_until
 
 pytestmark = pytest.mark.timeout(90)
+
+
+async def dlq_queues(reader: PullConsumer, group: str) -> list[MessageQueue]:
+    """The queues of the group's DLQ; the broker creates it with the first dead letter and registers it
+    with the NameServer just after (as RocketMQ does), so ask until the route is there."""
+    found: list[MessageQueue] = []
+
+    async def routed() -> None:
+        found[:] = await reader.fetch_subscribe_message_queues(f"%DLQ%{group}")
+
+    await retry_until_ok(routed)
+    return found
 
 
 async def test_a_failing_message_returns_with_its_reconsume_times_then_lands_in_the_dlq_only(
@@ -53,7 +65,8 @@ async def test_a_failing_message_returns_with_its_reconsume_times_then_lands_in_
             await producer.send(Message(topic, b"poison"))
             await wait_until(lambda: Counter(b for b, *_ in seen)[b"poison"] >= 3, timeout=30)
             await wait_until(lambda: Counter(b for b, *_ in seen)[b"flaky"] >= 3, timeout=30)
-            await asyncio.sleep(4)  # a fourth delivery of either would come by now
+            # Every stored delivery done: the poison's last failure went to the DLQ, not the retry topic.
+            await consumed_everything(consumer)
         finally:
             await consumer.shutdown()
 
@@ -67,7 +80,7 @@ async def test_a_failing_message_returns_with_its_reconsume_times_then_lands_in_
         dlq = PullConsumer(cg + "_DLQ", namesrv_addr=namesrv, instance_name="dlq-reader")
         await dlq.start()
         try:
-            queues = await dlq.fetch_subscribe_message_queues(f"%DLQ%{cg}")
+            queues = await dlq_queues(dlq, cg)
             assert len(queues) == 1
             result = await dlq.pull(next(iter(queues)), "*", 0, 32)
         finally:
@@ -106,7 +119,7 @@ async def test_an_orderly_consumer_retries_locally_then_dead_letters_and_moves_o
         dlq = PullConsumer(cg + "_DLQ", namesrv_addr=namesrv, instance_name="orderly-dlq-reader")
         await dlq.start()
         try:
-            queues = await dlq.fetch_subscribe_message_queues(f"%DLQ%{cg}")
+            queues = await dlq_queues(dlq, cg)
             result = await dlq.pull(next(iter(queues)), "*", 0, 32)
         finally:
             await dlq.shutdown()

@@ -16,7 +16,7 @@ from orbitmq.client import (
     PushConsumer,
 )
 from orbitmq.filter.sql92 import SqlParseError
-from tests.client.helpers import create_topic, wait_until
+from tests.client.helpers import consumed_everything, create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -75,7 +75,9 @@ async def test_push_and_lite_pull_consumers_receive_exactly_the_selected_message
             deadline = asyncio.get_running_loop().time() + 20
             while {m.body for m in pulled} != want and asyncio.get_running_loop().time() < deadline:
                 pulled.extend(await lite.poll(timeout=0.5))
-            await asyncio.sleep(0.5)  # anything unselected would have come by now
+            # Both read every stored message: anything unselected would have been delivered.
+            await consumed_everything(push)
+            await consumed_everything(lite)
         finally:
             await push.shutdown()
             await lite.shutdown()

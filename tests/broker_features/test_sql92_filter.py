@@ -23,7 +23,7 @@ from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import heartbeat_body, props, pull, records, request, send_v2
 from tests.broker_features.inproc import addr_of, create_topic, make_config
 from tests.filter.test_sql92 import Tree, reference_matches, render, trees
-from tests.support.procs import ServerProcess
+from tests.support.dev import DevServer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -123,8 +123,8 @@ class Loaded:
 
 
 @pytest.fixture(scope="module")
-def loaded_topic(feature_dev: ServerProcess) -> Loaded:
-    addr = feature_dev.addresses[1]
+def loaded_topic(feature_dev: DevServer) -> Loaded:
+    addr = feature_dev.broker
     properties = generated_properties()
 
     async def load() -> None:

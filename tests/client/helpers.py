@@ -6,8 +6,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from orbitmq.client import ConsumeResult, MessageExt, Producer
+from orbitmq.client import ConsumeResult, LitePullConsumer, MessageExt, Producer, PushConsumer
+from orbitmq.client.offset_store import ReadOffsetType
 from orbitmq.errors import OrbitMQError
+from tests.support.waiting import until
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, message: str = "") -> None:
@@ -33,16 +35,35 @@ async def retry_until_ok(action: Callable[[], Awaitable[object]], timeout: float
 
 
 async def create_topic(producer: Producer, topic: str, queues: int = 4) -> None:
-    """Create `topic` and wait until the NameServer serves its route."""
-    # The broker registers with the NameServer just after it starts listening; retry until it has.
-    await retry_until_ok(lambda: producer.create_topic("TBW102", topic, queues))
+    """Create `topic` and give the producer its route (and so its brokers, which its heartbeats reach).
 
-    async def routed() -> None:
-        route = await producer.instance.update_route(topic)
-        if route is None or not route.queue_datas:
-            raise OrbitMQError(f"no route yet for {topic}")
+    The broker registers a new topic with the NameServer before answering,
+    so the route is there at once: nothing to wait for.
+    """
+    await producer.create_topic("TBW102", topic, queues)
+    assert await producer.instance.update_route(topic) is not None, f"no route for {topic} after creating it"
 
-    await retry_until_ok(routed)
+
+async def consumed_everything(consumer: PushConsumer | LitePullConsumer, timeout: float = 20.0) -> None:
+    """Wait until `consumer` finished every message stored in the queues it holds.
+
+    Each queue's consumed offset (as the consumer keeps it in memory) must
+    reach the queue's max offset (a lite-pull consumer's moves as batches
+    are polled). After that nothing stored so far can still
+    arrive, so a test may assert what did not come (a duplicate, a filtered
+    message) without waiting for a guessed time.
+    """
+    async def done() -> bool:
+        queues = list(consumer.rebalancer.process_queues)
+        if not queues:
+            return False
+        for mq in queues:
+            consumed = await consumer.offset_store.read_offset(mq, ReadOffsetType.MEMORY)
+            if consumed < await consumer.lookups.max_offset(mq):
+                return False
+        return True
+
+    await until(done, timeout=timeout)
 
 
 class Collector:

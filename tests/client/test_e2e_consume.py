@@ -11,7 +11,7 @@ import pytest
 
 from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PushConsumer
 from orbitmq.errors import BrokerError, QueryNotFound
-from tests.client.helpers import Collector, create_topic, wait_until
+from tests.client.helpers import Collector, consumed_everything, create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -48,7 +48,8 @@ async def test_clustering_delivers_each_message_to_exactly_one_member(
             await wait_until(lambda: owned(first) == 2 and owned(second) == 2)
             await send_many(producer, topic, 0, 40)
             await wait_until(lambda: len(a.msgs) + len(b.msgs) >= 40)
-            await asyncio.sleep(0.5)  # a duplicate would show up by now
+            await consumed_everything(first)  # then a duplicate would have come already
+            await consumed_everything(second)
         finally:
             await first.shutdown()
             await second.shutdown()
@@ -103,7 +104,7 @@ async def test_a_restarted_consumer_resumes_from_its_committed_offset(
         await c2.start()
         try:
             await wait_until(lambda: len(after.bodies()) >= 10)
-            await asyncio.sleep(0.5)
+            await consumed_everything(c2)
         finally:
             await c2.shutdown()
     assert after.bodies() == {f"msg-{i}".encode() for i in range(10, 20)}
@@ -144,7 +145,7 @@ async def test_consume_from_where_decides_where_a_new_group_starts(
             await wait_until(lambda: bool(c.rebalancer.process_queues))
             await send_many(producer, topic, 12, 4)
             await wait_until(lambda: {f"msg-{i}".encode() for i in range(12, 16)} <= got.bodies())
-            await asyncio.sleep(0.3)
+            await consumed_everything(c)
         finally:
             await c.shutdown()
     last_start = 0 if broker_says_zero else 12
@@ -201,7 +202,7 @@ async def test_an_async_listener_and_a_tag_filter_work_together(namesrv: str, na
             for i, tag in enumerate(["TagA", "TagB", "TagC", "TagA", "TagD"]):
                 await producer.send(Message(topic, f"t{i}".encode(), tags=tag))
             await wait_until(lambda: len(got) >= 3)
-            await asyncio.sleep(0.5)
+            await consumed_everything(c)
         finally:
             await c.shutdown()
     assert sorted(m.body for m in got) == [b"t0", b"t2", b"t3"]

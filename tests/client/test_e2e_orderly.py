@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections import defaultdict
 
 import pytest
 
 from orbitmq.client import ConsumeOrderlyResult, Message, MessageExt, Producer, PushConsumer, hash_selector
-from tests.client.helpers import create_topic, wait_until
+from tests.client.helpers import consumed_everything, create_topic, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,7 +53,8 @@ async def test_orderly_keeps_per_key_order_across_three_consumers_while_one_join
         await produce(20, PER_KEY)
         try:
             await wait_until(lambda: all(len(set(seen[f"key{k}"])) == PER_KEY for k in range(KEYS)), timeout=60)
-            await asyncio.sleep(0.3)
+            await consumed_everything(second)  # a redelivery still in flight would come before this holds
+            await consumed_everything(third)
         finally:
             await second.shutdown()
             await third.shutdown()

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 
 from orbitmq.client import LitePullConsumer, Message, Producer, PullConsumer, PullStatus
 from orbitmq.client import sync as blocking
 from orbitmq.client.results import ConsumeResult
-from orbitmq.errors import OrbitMQError
+from orbitmq.errors import OrbitMQError, QueryNotFound
 from tests.client.helpers import create_topic
+from tests.support.dev import InProcessDev, inprocess_dev
 from tests.support.procs import eventually
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -41,18 +44,24 @@ async def test_pull_consumer_reads_from_offsets_it_stores(namesrv: str, names: t
         assert await again.fetch_consume_offset(mq) == 3
 
 
-async def test_a_waiting_long_poll_returns_the_new_message(namesrv: str, names: tuple[str, str, str]) -> None:
+async def test_a_waiting_long_poll_returns_the_new_message(tmp_path: Path, names: tuple[str, str, str]) -> None:
     topic, pg, cg = names
-    async with Producer(pg, namesrv_addr=namesrv) as producer, PullConsumer(cg, namesrv_addr=namesrv) as consumer:
+    # The servers run in this loop, so the test can see the pull wait at the broker before it sends.
+    async with inprocess_dev(tmp_path) as dev, Producer(pg, namesrv_addr=dev.namesrv) as producer, \
+            PullConsumer(cg, namesrv_addr=dev.namesrv) as consumer:
         await create_topic(producer, topic, queues=1)
         [mq] = await consumer.fetch_subscribe_message_queues(topic)
         waiting = asyncio.ensure_future(consumer.pull_block_if_not_found(mq, "*", 0, 32, suspend_ms=30_000))
-        await asyncio.sleep(0.5)
+        await until(lambda: _parked(dev))
         assert not waiting.done()
         await producer.send(Message(topic, b"wake"))
         # The test's own timeout (60 s) is far below the hold time (30 s) plus slack; FOUND proves the wake-up.
         result = await asyncio.wait_for(waiting, 20)
         assert result.status is PullStatus.FOUND and result.messages[0].body == b"wake"
+
+
+async def _parked(dev: InProcessDev) -> bool:
+    return len(dev.broker_server.waiters) == 1
 
 
 async def test_lite_pull_consumer_polls_commits_and_seeks(namesrv: str, names: tuple[str, str, str]) -> None:
@@ -158,14 +167,17 @@ async def test_lite_pull_auto_commit_stores_polled_offsets(namesrv: str, names: 
             assert batch
             got += len(batch)
         [mq] = list(consumer.assignment())
-        await asyncio.sleep(0.15)
-        await consumer.poll(timeout=0.2)  # the commit rides on the next poll once the interval passed
-        committed = -1
-        for _ in range(50):  # the automatic commit is oneway; give the broker a moment to apply it
-            committed = await consumer.committed(mq)
-            if committed == 4:
-                break
-            await asyncio.sleep(0.05)
-        assert committed == 4
+
+        async def stored() -> bool:
+            # The commit rides on a poll once the interval passed; it is oneway, so ask the broker until
+            # it landed (straight, not through the consumer's offset store, which a read would overwrite).
+            await consumer.poll(timeout=0.05)
+            try:
+                return await consumer.broker_offsets.query_consumer_offset(cg, mq) == 4
+            except QueryNotFound:
+                return False
+
+        await until(stored)
+        assert await consumer.committed(mq) == 4
     finally:
         await consumer.shutdown()

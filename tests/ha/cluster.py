@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from orbitmq.common import jsonbody
 from orbitmq.remoting.codes import RequestCode
@@ -57,19 +54,6 @@ def commit_log(tmp_path: Path, name: str) -> bytes:
     if not os.path.exists(path):
         return b""
     return path.read_bytes()
-
-
-async def until(check: Callable[[], Awaitable[Any]], timeout: float = 15.0, interval: float = 0.05) -> Any:
-    """Await `check()` until it returns something truthy; fail after `timeout` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last result {result!r})")
-        await asyncio.sleep(interval)
 
 
 async def call(

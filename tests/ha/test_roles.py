@@ -13,8 +13,9 @@ from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import pull, records, send_v1
-from tests.ha.cluster import FILE_SIZE, broker_conf, start_broker, start_namesrv, topic_names, until
+from tests.ha.cluster import FILE_SIZE, broker_conf, start_broker, start_namesrv, topic_names
 from tests.support.procs import ServerProcess
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,6 +17,7 @@ from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand, SerializeType
 from orbitmq.remoting.headers import GetMaxOffsetRequestHeader
 from orbitmq.remoting.transport import Peer, RemotingClient, RemotingServer
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -37,6 +38,24 @@ async def fail(request: RemotingCommand, peer: Peer) -> RemotingCommand:
 async def slow(request: RemotingCommand, peer: Peer) -> RemotingCommand:
     await asyncio.sleep(float(request.field("seconds", "5") or 5))
     return request.response()
+
+
+class Held:
+    """A handler that tells when its request arrived and answers only once released (or is cancelled)."""
+
+    def __init__(self) -> None:
+        self.arrived = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def __call__(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        self.arrived.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return request.response()
 
 
 @pytest.fixture
@@ -178,9 +197,10 @@ async def test_pending_requests_fail_at_once_with_connect_error_when_the_connect
     client: RemotingClient,
 ) -> None:
     async with RemotingServer() as srv:
-        srv.register(SLOW, slow)
-        pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW, {"seconds": "30"}), 30.0)
-        await asyncio.sleep(0.1)
+        held = Held()
+        srv.register(SLOW, held)
+        pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW), 30.0)
+        await asyncio.wait_for(held.arrived.wait(), 5.0)  # the request is in flight on the connection
         for peer in srv.peers:
             peer.close()
         with pytest.raises(ConnectError):
@@ -312,22 +332,14 @@ async def test_a_connect_that_hangs_raises_connect_error_after_the_connect_timeo
 async def test_closing_the_server_cancels_running_handlers_and_fails_pending_requests(
     client: RemotingClient,
 ) -> None:
-    cancelled = asyncio.Event()
-
-    async def held(request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        try:
-            await asyncio.sleep(30)
-        finally:
-            cancelled.set()
-        return request.response()
-
+    held = Held()
     srv = RemotingServer()
     srv.register(SLOW, held)
     await srv.start()
     pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW), 30.0)
-    await asyncio.sleep(0.1)
+    await asyncio.wait_for(held.arrived.wait(), 5.0)  # the handler runs when the server closes
     await asyncio.wait_for(srv.close(), 5.0)
-    assert cancelled.is_set()
+    assert held.cancelled.is_set()
     with pytest.raises(ConnectError):
         await asyncio.wait_for(pending, 3.0)
 
@@ -365,12 +377,18 @@ async def test_a_oneway_request_from_the_server_reaches_the_client_handler_and_i
 
 
 async def test_a_graceful_close_lets_running_handlers_answer_first(client: RemotingClient) -> None:
+    held = Held()
     srv = RemotingServer()
-    srv.register(SLOW, slow)
+    srv.register(SLOW, held)
     await srv.start()
-    pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW, {"seconds": "0.3"}), 5.0)
-    await asyncio.sleep(0.1)
-    await asyncio.wait_for(srv.close(drain_timeout=3.0), 5.0)
+    pending = client.invoke_async(addr_of(srv), RemotingCommand.request(SLOW), 5.0)
+    await asyncio.wait_for(held.arrived.wait(), 5.0)
+    closing = asyncio.ensure_future(srv.close(drain_timeout=3.0))
+    # The handler finishes only after close() has begun (the loop runs callbacks in order): a close
+    # that did not drain would have cancelled it by then.
+    asyncio.get_running_loop().call_soon(held.release.set)
+    await asyncio.wait_for(closing, 5.0)
+    assert not held.cancelled.is_set()
     assert (await asyncio.wait_for(pending, 3.0)).code == ResponseCode.SUCCESS
 
 
@@ -378,15 +396,19 @@ async def test_a_cancelled_invoke_stops_waiting_and_its_late_answer_is_dropped(
     server: RemotingServer, client: RemotingClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="orbitmq.remoting")
-    call = asyncio.ensure_future(
-        client.invoke(addr_of(server), RemotingCommand.request(SLOW, {"seconds": "0.2"}), timeout=5.0)
-    )
-    await asyncio.sleep(0.05)
+    held = Held()
+    server.register(SLOW, held)
+    call = asyncio.ensure_future(client.invoke(addr_of(server), RemotingCommand.request(SLOW), timeout=5.0))
+    await asyncio.wait_for(held.arrived.wait(), 5.0)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    await asyncio.sleep(0.4)
-    assert [r for r in caplog.records if "matches no pending request" in r.getMessage()]
+    held.release.set()  # now the answer comes, for a request nobody waits for
+
+    async def dropped() -> bool:
+        return any("matches no pending request" in r.getMessage() for r in caplog.records)
+
+    await until(dropped, timeout=5.0)
     assert (await client.invoke(addr_of(server), RemotingCommand.request(ECHO, body=b"k"), 3.0)).body == b"k"
 
 

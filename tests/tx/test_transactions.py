@@ -11,12 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from orbitmq.client import LocalTransactionState, Message, MessageExt, PushConsumer, TransactionProducer
+from orbitmq.client import (
+    LocalTransactionState,
+    Message,
+    MessageExt,
+    MessageQueue,
+    PushConsumer,
+    TransactionProducer,
+)
+from orbitmq.common import names as system_names
 from orbitmq.common.msgid import parse_offset_msg_id
-from orbitmq.errors import MessageValidationError, NoPermission, OrbitMQError
+from orbitmq.errors import MessageValidationError, NoPermission, OrbitMQError, QueryNotFound
 from tests.client.helpers import Collector, create_topic, wait_until
-from tests.support.procs import ServerProcess, eventually
-from tests.tx.conftest import start_dev
+from tests.support.dev import DevServer, start_dev
+from tests.support.procs import eventually
+from tests.support.waiting import until
+from tests.tx.conftest import BROKER_CONF
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,6 +49,40 @@ class ScriptedListener:
     async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
         self.checked[msg.body.decode()] += 1
         return COMMIT if msg.body == b"unknown-then-commit" else UNKNOW
+
+
+async def checks_settled(producer: TransactionProducer, topic: str) -> None:
+    """Wait until the broker's check loop has passed every half message stored so far.
+
+    Its progress is the offset of CID_RMQ_SYS_TRANS on the half queue; once
+    that reaches the queue's end, each half message was committed, rolled
+    back or given up, and no check can write to a real topic any more.
+    """
+    instance = producer.instance
+    broker_name = (await producer.fetch_publish_message_queues(topic))[0].broker_name
+    half = MessageQueue(system_names.TRANS_HALF_TOPIC, broker_name, 0)
+
+    async def settled() -> bool:
+        addr = await instance.find_master_addr(broker_name, topic)
+        stored = await instance.api.get_max_offset(addr, half)
+        try:
+            passed = await instance.api.query_consumer_offset(addr, system_names.TRANS_CHECK_GROUP, half)
+        except QueryNotFound:
+            passed = 0
+        return passed >= stored
+
+    await until(settled, timeout=30)
+
+
+async def all_consumed(producer: TransactionProducer, topic: str, collector: Collector) -> None:
+    """Wait until `collector` got as many messages as `topic` holds (the sum of its queues' max offsets)."""
+    queues = await producer.fetch_publish_message_queues(topic)
+
+    async def caught_up() -> bool:
+        stored = sum([await producer.max_offset(mq) for mq in queues])
+        return len(collector.msgs) >= stored
+
+    await until(caught_up, timeout=30)
 
 
 def push_consumer(namesrv: str, group: str, topic: str, collector: Collector) -> PushConsumer:
@@ -65,7 +109,9 @@ async def test_committed_message_is_consumed_once_and_rolled_back_one_never(
             assert committed.local_transaction_state is COMMIT
             assert rolled_back.local_transaction_state is ROLLBACK
             await wait_until(lambda: len(collector.msgs) >= 1)
-            await asyncio.sleep(2.5)  # checks run every 0.5 s: a resurrected rollback would arrive by now
+            # Once the check loop passed both, a resurrected rollback would be stored in the topic.
+            await checks_settled(producer, topic)
+            await all_consumed(producer, topic, collector)
         finally:
             await consumer.shutdown()
     assert [m.body for m in collector.msgs] == [b"commit"]
@@ -91,7 +137,8 @@ async def test_unknown_transaction_is_checked_and_resolved_by_the_check_answer(
             result = await producer.send_message_in_transaction(Message(topic, b"unknown-then-commit"))
             assert result.local_transaction_state is UNKNOW
             await wait_until(lambda: len(collector.msgs) >= 1, timeout=15)
-            await asyncio.sleep(1.5)
+            await checks_settled(producer, topic)
+            await all_consumed(producer, topic, collector)
         finally:
             await consumer.shutdown()
     assert [m.body for m in collector.msgs] == [b"unknown-then-commit"]
@@ -100,7 +147,7 @@ async def test_unknown_transaction_is_checked_and_resolved_by_the_check_answer(
 
 
 async def test_transaction_left_unknown_is_given_up_after_the_maximum_checks(
-    namesrv: str, names: tuple[str, str, str], dev_server: ServerProcess
+    namesrv: str, names: tuple[str, str, str], dev_server: DevServer
 ) -> None:
     topic, pg, cg = names
     listener = ScriptedListener()
@@ -113,12 +160,13 @@ async def test_transaction_left_unknown_is_given_up_after_the_maximum_checks(
             result = await producer.send_message_in_transaction(Message(topic, b"unknown"))
             await wait_until(lambda: any(result.msg_id in line and "discarded" in line
                                          for line in list(dev_server.output)), timeout=20)
-            checks = listener.checked["unknown"]
-            await asyncio.sleep(1.5)
+            # Given up means never checked again: the loop passes it, and the checks sent before have come.
+            await checks_settled(producer, topic)
+            await wait_until(lambda: listener.checked["unknown"] >= 3, timeout=10)
+            await all_consumed(producer, topic, collector)
         finally:
             await consumer.shutdown()
-    assert checks == 3  # transactionCheckMax in the test broker.conf
-    assert listener.checked["unknown"] == 3
+    assert listener.checked["unknown"] == 3  # transactionCheckMax in the test broker.conf
     assert collector.msgs == []
 
 
@@ -146,7 +194,8 @@ async def test_producer_that_crashed_mid_transaction_is_checked_through_another_
             os.kill(child.pid, signal.SIGKILL)  # a crash before END_TRANSACTION
             await asyncio.wait_for(child.wait(), 10)
             await wait_until(lambda: len(collector.msgs) >= 1, timeout=20)
-            await asyncio.sleep(1.5)
+            await checks_settled(survivor, topic)
+            await all_consumed(survivor, topic, collector)
         finally:
             if child.returncode is None:
                 os.kill(child.pid, signal.SIGKILL)
@@ -177,7 +226,7 @@ async def test_broker_rejecting_transactions_answers_no_permission(tmp_path: Pat
     server = start_dev(tmp_path / "reject", "rejectTransactionMessage=true\n")
     try:
         listener = ScriptedListener()
-        async with TransactionProducer("TXPG_reject", listener, namesrv_addr=server.addresses[0]) as producer:
+        async with TransactionProducer("TXPG_reject", listener, namesrv_addr=server.namesrv) as producer:
             await create_topic(producer, "TX_reject", queues=1)
             with pytest.raises(NoPermission, match="transaction message is forbidden"):
                 await producer.send_message_in_transaction(Message("TX_reject", b"commit"))
@@ -240,7 +289,8 @@ async def test_end_transaction_is_validated_and_a_repeated_commit_changes_nothin
         await consumer.start()
         try:
             await wait_until(lambda: len(collector.msgs) >= 1)
-            await asyncio.sleep(1.5)
+            await checks_settled(producer, topic)
+            await all_consumed(producer, topic, collector)
         finally:
             await consumer.shutdown()
     assert [m.body for m in collector.msgs] == [b"unknown"]
@@ -248,19 +298,19 @@ async def test_end_transaction_is_validated_and_a_repeated_commit_changes_nothin
 
 async def test_half_messages_survive_a_broker_crash_and_resolved_ones_stay_resolved(tmp_path: Path) -> None:
     store = tmp_path / "crash"
-    server = start_dev(store)
+    server = start_dev(store, BROKER_CONF)
     topic, pg, cg = "TX_crash", "TXPG_crash", "TXCG_crash"
     try:
         first = ScriptedListener()
-        async with TransactionProducer(pg, first, namesrv_addr=server.addresses[0]) as producer:
+        async with TransactionProducer(pg, first, namesrv_addr=server.namesrv) as producer:
             await create_topic(producer, topic, queues=1)
             await producer.send_message_in_transaction(Message(topic, b"commit"))
             await producer.send_message_in_transaction(Message(topic, b"unknown-then-commit"))
-        server.kill()  # SIGKILL: no clean shutdown, no final offset flush
-        server = start_dev(store)
+        server.process.kill()  # SIGKILL: no clean shutdown, no final offset flush
+        server = start_dev(store, BROKER_CONF)
         second = ScriptedListener()
         collector = Collector()
-        namesrv = server.addresses[0]
+        namesrv = server.namesrv
         async with TransactionProducer(pg, second, namesrv_addr=namesrv, instance_name="after-crash") as producer:
             await create_topic(producer, topic, queues=1)
             await producer.instance.send_heartbeat_to_all()
@@ -268,7 +318,8 @@ async def test_half_messages_survive_a_broker_crash_and_resolved_ones_stay_resol
             await consumer.start()
             try:
                 await wait_until(lambda: len(collector.msgs) >= 2, timeout=20)
-                await asyncio.sleep(1.5)
+                await checks_settled(producer, topic)
+                await all_consumed(producer, topic, collector)
             finally:
                 await consumer.shutdown()
     finally:

@@ -167,6 +167,11 @@ class SendGate:
         self.in_flight = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
+    @property
+    def waiting(self) -> int:
+        """How many sends wait for a slot."""
+        return len(self._waiters)
+
     def try_enter(self) -> bool:
         if self.in_flight < self.max_in_flight and not self._waiters:
             self.in_flight += 1
