@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +12,8 @@ import pytest
 from orbitmq.client.acl import AclCredentials, sign_request
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
-from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.dev import DevServer, start_dev, steady_port
+from tests.support.procs import ServerProcess
 
 ADMIN = AclCredentials("adminKey01", "adminSecret01")
 PUBLISHER = AclCredentials("pubKey0001", "pubSecret01")
@@ -45,39 +45,31 @@ PLAIN_ACL = textwrap.dedent("""\
 
 @dataclass
 class AclCluster:
-    process: ServerProcess
+    dev: DevServer
     acl_file: Path
     fast_addr: str
 
     @property
+    def process(self) -> ServerProcess:
+        return self.dev.process
+
+    @property
     def namesrv(self) -> str:
-        return self.process.addresses[0]
+        return self.dev.namesrv
 
     @property
     def broker(self) -> str:
-        return self.process.addresses[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        return self.dev.broker
 
 
 def start_acl_dev(root: Path, plain_acl: str = PLAIN_ACL, console: str = "off") -> AclCluster:
     acl_file = root / "conf" / "plain_acl.yml"
     acl_file.parent.mkdir(parents=True, exist_ok=True)
     acl_file.write_text(plain_acl)
-    fast_port = free_port()
-    conf = root / "broker.conf"
-    conf.write_text(f"aclEnable=true\naclConfigPath={acl_file}\nfastListenPort={fast_port}\n")
-    process = start_server(
-        orbitmq_command("dev", "--host", "127.0.0.1", "--namesrv-port", "0", "--broker-port", "0",
-                        "--store", str(root / "store"), "-c", str(conf), "--console", console),
-        listeners=2,
-        cwd=str(root),
-    )
-    return AclCluster(process, acl_file, f"127.0.0.1:{fast_port}")
+    fast_port = steady_port()
+    dev = start_dev(root, f"aclEnable=true\naclConfigPath={acl_file}\nfastListenPort={fast_port}\n",
+                    console=console)
+    return AclCluster(dev, acl_file, f"127.0.0.1:{fast_port}")
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +79,7 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster
     try:
         yield cluster
     finally:
-        cluster.process.stop()
+        cluster.dev.stop()
 
 
 @pytest.fixture
@@ -97,7 +89,7 @@ def own_acl_cluster(tmp_path: Path) -> Iterator[AclCluster]:
     try:
         yield cluster
     finally:
-        cluster.process.stop()
+        cluster.dev.stop()
 
 
 async def call(

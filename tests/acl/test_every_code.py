@@ -12,7 +12,8 @@ from orbitmq.errors import ConfigError
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
-from tests.acl.conftest import PLAIN_ACL, free_port
+from tests.acl.conftest import PLAIN_ACL
+from tests.support.dev import steady_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -23,7 +24,7 @@ async def test_every_served_code_refuses_an_unsigned_request_on_both_channels(tm
     config = BrokerConfig.from_properties({
         "storePathRootDir": str(tmp_path / "store"), "listenPort": "0", "bindAddress": "127.0.0.1",
         "brokerIP1": "127.0.0.1", "aclEnable": "true", "aclConfigPath": str(acl_file),
-        "fastListenPort": str(free_port()),
+        "fastListenPort": str(steady_port()),
     })
     broker = Broker(config)
     await broker.start()

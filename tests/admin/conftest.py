@@ -6,13 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.admin.devcluster import DevCluster, start_dev
+from tests.support.dev import DevServer, running_dev
 
 
 @pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    cluster = start_dev(tmp_path_factory.mktemp("dev"))
-    try:
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    with running_dev(tmp_path_factory.mktemp("dev")) as cluster:
         yield cluster
-    finally:
-        cluster.stop()

@@ -12,18 +12,18 @@ from click.testing import CliRunner
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.cli import admin_group
 from orbitmq.client.queue import MessageQueue
-from tests.admin.devcluster import DevCluster
+from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def admin(dev: DevCluster, *args: str) -> tuple[int, str, str]:
+def admin(dev: DevServer, *args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(admin_group, [*args, "-n", dev.namesrv])
     return result.exit_code, result.stdout, result.stderr
 
 
-def ok(dev: DevCluster, *args: str) -> str:
+def ok(dev: DevServer, *args: str) -> str:
     code, out, err = admin(dev, *args)
     assert code == 0, f"{args} exited {code}: {err}{out}"
     return out
@@ -45,17 +45,17 @@ def table(text: str) -> list[dict[str, str]]:
     return rows
 
 
-def cluster_of(dev: DevCluster) -> str:
+def cluster_of(dev: DevServer) -> str:
     return table(ok(dev, "clusterList"))[0]["Cluster Name"]
 
 
-def create_topic(dev: DevCluster, topic: str, queues: int) -> None:
+def create_topic(dev: DevServer, topic: str, queues: int) -> None:
     ok(dev, "updateTopic", "-b", dev.broker_addr, "-t", topic, "-r", str(queues), "-w", str(queues))
     eventually(lambda: admin(dev, "topicRoute", "-t", topic)[0] == 0, timeout=15,
                message=f"{topic} never appeared in the NameServer's routes")
 
 
-def test_cluster_list_shows_the_dev_broker_with_address_and_version(dev: DevCluster) -> None:
+def test_cluster_list_shows_the_dev_broker_with_address_and_version(dev: DevServer) -> None:
     rows = table(ok(dev, "clusterList"))
     assert len(rows) == 1
     row = rows[0]
@@ -63,13 +63,13 @@ def test_cluster_list_shows_the_dev_broker_with_address_and_version(dev: DevClus
     assert row["Version"] not in ("", "-")
 
 
-def test_broker_status_prints_the_brokers_runtime_figures(dev: DevCluster) -> None:
+def test_broker_status_prints_the_brokers_runtime_figures(dev: DevServer) -> None:
     out = ok(dev, "brokerStatus", "-b", dev.broker_addr)
     pairs = dict(line.split(" : ", 1) for line in out.splitlines())
     assert {k.strip() for k in pairs} >= {"brokerVersionDesc", "putTps"}
 
 
-def test_update_topic_on_a_cluster_creates_a_topic_the_namesrv_routes(dev: DevCluster) -> None:
+def test_update_topic_on_a_cluster_creates_a_topic_the_namesrv_routes(dev: DevServer) -> None:
     cluster = cluster_of(dev)
     out = ok(dev, "updateTopic", "-c", cluster, "-t", "AdminRouted", "-r", "4", "-w", "4")
     assert f"create topic to {dev.broker_addr} success." in out
@@ -83,7 +83,7 @@ def test_update_topic_on_a_cluster_creates_a_topic_the_namesrv_routes(dev: DevCl
     assert {"Cluster Name": cluster, "Topic": "AdminRouted"} in table(ok(dev, "topicList", "-c"))
 
 
-def test_a_sent_message_is_found_by_offset_id_unique_key_key_and_queue_offset(dev: DevCluster) -> None:
+def test_a_sent_message_is_found_by_offset_id_unique_key_key_and_queue_offset(dev: DevServer) -> None:
     create_topic(dev, "AdminFind", 2)
     out = ok(dev, "sendMessage", "-t", "AdminFind", "-p", "hello admin", "-k", "order-1 order-2",
              "-c", "TagA", "-b", dev.broker_name, "-i", "1")
@@ -114,7 +114,7 @@ def test_a_sent_message_is_found_by_offset_id_unique_key_key_and_queue_offset(de
 
 
 def test_consumer_progress_follows_consumption_and_reset_offset_moves_the_committed_offset(
-    dev: DevCluster,
+    dev: DevServer,
 ) -> None:
     create_topic(dev, "AdminProgress", 1)
     ok(dev, "updateSubGroup", "-b", dev.broker_addr, "-g", "AdminGroup")
@@ -149,7 +149,7 @@ def test_consumer_progress_follows_consumption_and_reset_offset_moves_the_commit
     assert (row["Consumer Offset"], row["Diff"]) == ("0", "5")
 
 
-def test_delete_topic_removes_it_from_the_broker_and_the_namesrv(dev: DevCluster) -> None:
+def test_delete_topic_removes_it_from_the_broker_and_the_namesrv(dev: DevServer) -> None:
     create_topic(dev, "AdminDoomed", 1)
     out = ok(dev, "deleteTopic", "-c", cluster_of(dev), "-t", "AdminDoomed")
     assert "success" in out
@@ -158,7 +158,7 @@ def test_delete_topic_removes_it_from_the_broker_and_the_namesrv(dev: DevCluster
     assert "AdminDoomed" not in ok(dev, "topicList").split()
 
 
-def test_refusals_exit_1_with_the_rocketmq_code_and_remark(dev: DevCluster) -> None:
+def test_refusals_exit_1_with_the_rocketmq_code_and_remark(dev: DevServer) -> None:
     code, out, err = admin(dev, "topicStatus", "-t", "NoSuchTopicHere")
     assert (code, out) == (1, "")
     assert err.startswith("error: CODE: 17 DESC: ")
@@ -168,7 +168,7 @@ def test_refusals_exit_1_with_the_rocketmq_code_and_remark(dev: DevCluster) -> N
     assert code == 1 and "no message at offset 3" in err
 
 
-def test_consume_message_pulls_every_queue_from_its_start_up_to_the_count(dev: DevCluster) -> None:
+def test_consume_message_pulls_every_queue_from_its_start_up_to_the_count(dev: DevServer) -> None:
     create_topic(dev, "AdminPullAll", 3)
     for q in range(3):
         for i in range(2):
@@ -183,18 +183,18 @@ def test_consume_message_pulls_every_queue_from_its_start_up_to_the_count(dev: D
     assert [r["Body"] for r in from_offset] == ["q1-m1"]
 
 
-def test_an_ordered_topic_on_a_cluster_records_its_queue_layout_with_the_namesrv(dev: DevCluster) -> None:
+def test_an_ordered_topic_on_a_cluster_records_its_queue_layout_with_the_namesrv(dev: DevServer) -> None:
     cluster = cluster_of(dev)
     out = ok(dev, "updateTopic", "-c", cluster, "-t", "AdminOrdered", "-r", "2", "-w", "2", "-o", "true")
     assert f"orderConf=[{dev.broker_name}:2]" in out and "order=true" in out
 
 
-def test_broker_status_for_a_cluster_prefixes_each_line_with_the_broker_address(dev: DevCluster) -> None:
+def test_broker_status_for_a_cluster_prefixes_each_line_with_the_broker_address(dev: DevServer) -> None:
     out = ok(dev, "brokerStatus", "-c", cluster_of(dev))
     assert out.splitlines() and all(line.startswith(dev.broker_addr + " ") for line in out.splitlines())
 
 
-def test_a_unique_key_that_is_not_an_offset_id_needs_a_topic_and_is_found_with_one(dev: DevCluster) -> None:
+def test_a_unique_key_that_is_not_an_offset_id_needs_a_topic_and_is_found_with_one(dev: DevServer) -> None:
     create_topic(dev, "AdminUniq", 1)
     unique_id = table(ok(dev, "sendMessage", "-t", "AdminUniq", "-p", "by uniq", "-b", dev.broker_name))[0]["MsgId"]
     code, _, err = admin(dev, "queryMsgById", "-i", unique_id)
@@ -206,7 +206,7 @@ def test_a_unique_key_that_is_not_an_offset_id_needs_a_topic_and_is_found_with_o
     assert code == 1 and "not found" in err
 
 
-def test_update_sub_group_settings_show_in_get_consumer_config_until_delete_sub_group(dev: DevCluster) -> None:
+def test_update_sub_group_settings_show_in_get_consumer_config_until_delete_sub_group(dev: DevServer) -> None:
     cluster = cluster_of(dev)
     ok(dev, "updateSubGroup", "-c", cluster, "-g", "AdminSettings", "-q", "3", "-r", "5", "-s", "false")
     config = {
@@ -219,7 +219,7 @@ def test_update_sub_group_settings_show_in_get_consumer_config_until_delete_sub_
     assert code == 1 and "AdminSettings" in err
 
 
-def test_update_broker_config_changes_what_get_broker_config_reports(dev: DevCluster) -> None:
+def test_update_broker_config_changes_what_get_broker_config_reports(dev: DevServer) -> None:
     def setting(name: str) -> str:
         lines = ok(dev, "getBrokerConfig", "-b", dev.broker_addr).splitlines()
         return next(line.split("=", 1)[1].strip() for line in lines if line.split("=")[0].strip() == name)
@@ -231,6 +231,6 @@ def test_update_broker_config_changes_what_get_broker_config_reports(dev: DevClu
     assert code == 1 and err.startswith("error: CODE: 1 ")
 
 
-def test_consumer_connection_of_a_group_with_no_client_online_fails_with_code_206(dev: DevCluster) -> None:
+def test_consumer_connection_of_a_group_with_no_client_online_fails_with_code_206(dev: DevServer) -> None:
     code, out, err = admin(dev, "consumerConnection", "-g", "AdminNobodyHome")
     assert (code, out) == (1, "") and "CODE: 206" in err

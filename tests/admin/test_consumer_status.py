@@ -6,16 +6,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.admin.devcluster import DevCluster
 from tests.admin.test_commands_on_dev import admin, create_topic, ok, table
 from tests.admin.test_live_consumer import GROUP, TOPIC, ConsumerThread
+from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-def live(dev: DevCluster) -> Iterator[ConsumerThread]:
+def live(dev: DevServer) -> Iterator[ConsumerThread]:
     create_topic(dev, TOPIC, 2)
     consumer = ConsumerThread(dev.namesrv)
     consumer.start()
@@ -25,7 +25,7 @@ def live(dev: DevCluster) -> Iterator[ConsumerThread]:
         consumer.stop()
 
 
-def test_consumer_status_lists_each_client_then_details_one(dev: DevCluster, live: ConsumerThread) -> None:
+def test_consumer_status_lists_each_client_then_details_one(dev: DevServer, live: ConsumerThread) -> None:
     for i in range(4):
         ok(dev, "sendMessage", "-t", TOPIC, "-p", f"status-{i}", "-b", dev.broker_name, "-i", str(i % 2))
     eventually(lambda: live.count() >= 4, timeout=20, message="the consumer did not get the 4 messages")
@@ -43,7 +43,7 @@ def test_consumer_status_lists_each_client_then_details_one(dev: DevCluster, liv
     assert [r["ConsumeFailed Msgs"] for r in status if r["Topic"] == TOPIC] == ["0"]
 
 
-def test_consume_message_directly_prints_the_listeners_verdict(dev: DevCluster, live: ConsumerThread) -> None:
+def test_consume_message_directly_prints_the_listeners_verdict(dev: DevServer, live: ConsumerThread) -> None:
     sent = table(ok(dev, "sendMessage", "-t", TOPIC, "-p", "direct", "-b", dev.broker_name, "-i", "0"))
     eventually(lambda: "direct" in live.bodies, timeout=20, message="the consumer did not get the message")
     client_id = table(ok(dev, "consumerStatus", "-g", GROUP))[0]["ClientId"]
@@ -53,7 +53,7 @@ def test_consume_message_directly_prints_the_listeners_verdict(dev: DevCluster, 
     assert live.bodies.count("direct") == 2  # consumed normally, then once more on request
 
 
-def test_consume_message_directly_for_an_unknown_client_fails_with_the_brokers_remark(dev: DevCluster) -> None:
+def test_consume_message_directly_for_an_unknown_client_fails_with_the_brokers_remark(dev: DevServer) -> None:
     create_topic(dev, TOPIC, 2)
     sent = table(ok(dev, "sendMessage", "-t", TOPIC, "-p", "nobody", "-b", dev.broker_name, "-i", "0"))
     code, out, err = admin(dev, "consumeMessageDirectly", "-g", GROUP, "-d", "1.2.3.4@nobody", "-i",

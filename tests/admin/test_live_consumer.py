@@ -12,8 +12,8 @@ import pytest
 from orbitmq.client.push_consumer import PushConsumer
 from orbitmq.client.results import ConsumeResult
 from orbitmq.common.message import MessageExt
-from tests.admin.devcluster import DevCluster
 from tests.admin.test_commands_on_dev import admin, create_topic, ok, table
+from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -78,7 +78,7 @@ class ConsumerThread:
 
 
 @pytest.fixture
-def live(dev: DevCluster) -> Iterator[ConsumerThread]:
+def live(dev: DevServer) -> Iterator[ConsumerThread]:
     create_topic(dev, TOPIC, 2)
     consumer = ConsumerThread(dev.namesrv)
     consumer.start()
@@ -88,12 +88,12 @@ def live(dev: DevCluster) -> Iterator[ConsumerThread]:
         consumer.stop()
 
 
-def progress(dev: DevCluster) -> list[dict[str, str]]:
+def progress(dev: DevServer) -> list[dict[str, str]]:
     return [r for r in table(ok(dev, "consumerProgress", "-g", GROUP)) if r["Topic"] == TOPIC]
 
 
 def test_a_live_consumer_shows_in_consumer_connection_and_progress_and_replays_after_a_reset(
-    dev: DevCluster, live: ConsumerThread
+    dev: DevServer, live: ConsumerThread
 ) -> None:
     before = int(time.time() * 1000) - 1000
     for i in range(6):

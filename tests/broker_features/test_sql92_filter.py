@@ -123,8 +123,8 @@ class Loaded:
 
 
 @pytest.fixture(scope="module")
-def loaded_topic(feature_dev: DevServer) -> Loaded:
-    addr = feature_dev.broker
+def loaded_topic(dev_server: DevServer) -> Loaded:
+    addr = dev_server.broker
     properties = generated_properties()
 
     async def load() -> None:

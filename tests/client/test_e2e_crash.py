@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
@@ -11,29 +10,17 @@ import pytest
 from orbitmq.client import ConsumeFromWhere, Message, Producer, PushConsumer
 from orbitmq.errors import OrbitMQError
 from tests.client.helpers import Collector, create_topic, wait_until
-from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.dev import start_dev, steady_port
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_dev(store: Path, ns_port: int, broker_port: int) -> ServerProcess:
-    return start_server(
-        orbitmq_command("dev", "--store", str(store), "--namesrv-port", str(ns_port),
-                        "--broker-port", str(broker_port), "--host", "127.0.0.1"),
-        listeners=2,
-    )
-
-
 async def test_clients_resume_after_the_broker_is_killed_and_restarted(tmp_path: Path) -> None:
-    ns_port, broker_port = free_port(), free_port()
-    server = start_dev(tmp_path, ns_port, broker_port)
-    namesrv = f"127.0.0.1:{ns_port}"
+    # Ports outside the kernel's ephemeral range: while the broker is down, no client connection
+    # can take them, so the restart binds them again.
+    ports = {"namesrv_port": steady_port(), "broker_port": steady_port()}
+    server = start_dev(tmp_path, **ports)
+    namesrv = server.namesrv
     collector = Collector()
     try:
         async with Producer("crash_pg", namesrv_addr=namesrv) as producer:
@@ -48,8 +35,8 @@ async def test_clients_resume_after_the_broker_is_killed_and_restarted(tmp_path:
                     await producer.send(Message("CrashTopic", f"before {i}".encode()))
                 await wait_until(lambda: len(collector.bodies()) == 10)
 
-                server.kill()
-                server = start_dev(tmp_path, ns_port, broker_port)
+                server.process.kill()
+                server = start_dev(tmp_path, **ports)
 
                 sent_after = 0
                 while sent_after < 10:

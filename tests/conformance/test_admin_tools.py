@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conformance.conftest import Dev
 from tests.conformance.wire import (
     Conn,
     Reply,
@@ -29,6 +28,7 @@ from tests.conformance.wire import (
     fastjson_loads,
     java_response,
 )
+from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 UPDATE_AND_CREATE_TOPIC = 17
@@ -64,7 +64,7 @@ LONG_MAX = str((1 << 63) - 1)
 
 
 @pytest.fixture(scope="module")
-def sent(dev: Dev) -> Iterator[list[dict[str, str]]]:
+def sent(dev: DevServer) -> Iterator[list[dict[str, str]]]:
     """updateTopic as mqadmin sends it, then three messages with keys; yields their send responses."""
     with Conn(dev.broker) as admin:
         created = admin.java(UPDATE_AND_CREATE_TOPIC, {
@@ -83,7 +83,7 @@ def sent(dev: Dev) -> Iterator[list[dict[str, str]]]:
     yield out
 
 
-def test_cluster_list_reads_the_cluster_table_and_parses_every_runtime_figure(dev: Dev) -> None:
+def test_cluster_list_reads_the_cluster_table_and_parses_every_runtime_figure(dev: DevServer) -> None:
     with Conn(dev.namesrv) as ns:
         raw = ns.java(GET_BROKER_CLUSTER_INFO).body
     # ClusterInfo is always written in fastjson's legacy form: bare numeric broker ids (§4.3).
@@ -109,7 +109,7 @@ def test_cluster_list_reads_the_cluster_table_and_parses_every_runtime_figure(de
     assert table["brokerVersionDesc"] == "V4_9_7"
 
 
-def test_topic_route_and_topic_status_read_the_created_topic(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_topic_route_and_topic_status_read_the_created_topic(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.namesrv) as ns:
         route = fastjson_loads(ns.java(GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}).body)
     assert route["queueDatas"] == [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 2,
@@ -123,7 +123,7 @@ def test_topic_route_and_topic_status_read_the_created_topic(dev: Dev, sent: lis
     assert all(set(v) == {"minOffset", "maxOffset", "lastUpdateTimestamp"} for _, v in stats)
 
 
-def test_consumer_progress_finds_the_retry_route_and_reads_object_keyed_stats(dev: Dev) -> None:
+def test_consumer_progress_finds_the_retry_route_and_reads_object_keyed_stats(dev: DevServer) -> None:
     body = json.dumps({
         "clientID": CLIENT_ID, "producerDataSet": [],
         "consumerDataSet": [{"groupName": GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
@@ -163,7 +163,7 @@ def test_consumer_progress_finds_the_retry_route_and_reads_object_keyed_stats(de
     assert connection["subscriptionTable"][TOPIC]["subString"] == "*"
 
 
-def test_query_msg_by_id_goes_to_the_address_inside_the_id(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_query_msg_by_id_goes_to_the_address_inside_the_id(dev: DevServer, sent: list[dict[str, str]]) -> None:
     msg_id = sent[1]["msgId"]
     raw = bytes.fromhex(msg_id)
     host = socket.inet_ntoa(raw[:4])
@@ -178,7 +178,7 @@ def test_query_msg_by_id_goes_to_the_address_inside_the_id(dev: Dev, sent: list[
     assert missing.code != 0 and missing.remark
 
 
-def test_query_by_key_and_by_unique_key_answer_the_index_headers(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_query_by_key_and_by_unique_key_answer_the_index_headers(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as broker:
         by_key = broker.java(QUERY_MESSAGE, {"topic": TOPIC, "key": "shared", "maxNum": "32",
                                              "beginTimestamp": "0", "endTimestamp": LONG_MAX})
@@ -197,7 +197,7 @@ def test_query_by_key_and_by_unique_key_answer_the_index_headers(dev: Dev, sent:
     assert none.code == QUERY_NOT_FOUND
 
 
-def test_offset_and_time_lookups_answer_their_required_fields(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_offset_and_time_lookups_answer_their_required_fields(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as broker:
         q = {"topic": TOPIC, "queueId": "0"}
         assert broker.java(GET_MAX_OFFSET, q).ext["offset"] == "3"
@@ -256,7 +256,7 @@ class FakeJavaClient:
 
 
 def test_the_broker_relays_running_info_and_direct_consume_to_the_client(
-        dev: Dev, sent: list[dict[str, str]]) -> None:
+        dev: DevServer, sent: list[dict[str, str]]) -> None:
     client = FakeJavaClient(dev.broker, "127.0.0.1@7007#7")
     try:
         with Conn(dev.broker) as admin:
@@ -342,7 +342,7 @@ def fastjson_loads_object_keys(body: bytes) -> dict:
     return value()  # type: ignore[return-value]
 
 
-def test_broker_consume_stats_and_time_spans_read_as_the_admin_classes(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_broker_consume_stats_and_time_spans_read_as_the_admin_classes(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as admin:
         # A pull creates the subscription group (autoCreateSubscriptionGroup); brokerConsumeStats
         # walks the subscription groups, not the offset table.
@@ -373,7 +373,7 @@ def test_broker_consume_stats_and_time_spans_read_as_the_admin_classes(dev: Dev,
     assert missing.code != 0 and missing.remark
 
 
-def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as admin:
         # mqadmin statsAll / the Dashboard: viewBrokerStatsData(addr, TOPIC_PUT_NUMS, topic).
         puts = admin.java(VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_NUMS", "statsKey": TOPIC})
@@ -389,7 +389,7 @@ def test_stats_all_reads_topic_put_numbers_and_unknown_stats_are_refused(dev: De
     assert unknown.code != 0 and "not exist" in (unknown.remark or "")
 
 
-def test_stats_all_reads_group_get_numbers_after_a_pull(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_stats_all_reads_group_get_numbers_after_a_pull(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as conn:
         pulled = conn.java(PULL_MESSAGE, {"consumerGroup": "CG_stats", "topic": TOPIC, "queueId": "0",
                                           "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "4",
@@ -403,7 +403,7 @@ def test_stats_all_reads_group_get_numbers_after_a_pull(dev: Dev, sent: list[dic
     assert float(data["statsMinute"]["tps"]) > 0 and float(data["statsMinute"]["avgpt"]) == 3.0
 
 
-def test_clone_group_offset_copies_the_committed_offsets(dev: Dev, sent: list[dict[str, str]]) -> None:
+def test_clone_group_offset_copies_the_committed_offsets(dev: DevServer, sent: list[dict[str, str]]) -> None:
     with Conn(dev.broker) as admin:
         admin.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": "CG_src", "topic": TOPIC, "queueId": "0",
                                             "commitOffset": "2"})

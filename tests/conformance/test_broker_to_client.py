@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import time
 
-from tests.conformance.conftest import Dev
 from tests.conformance.test_admin_tools import fastjson_loads_object_keys
 from tests.conformance.wire import (
     Conn,
@@ -26,6 +25,7 @@ from tests.conformance.wire import (
     java_frame,
     java_response,
 )
+from tests.support.dev import DevServer
 
 PULL_MESSAGE = 11
 UPDATE_CONSUMER_OFFSET = 15
@@ -78,7 +78,7 @@ def next_request(conn: Conn, code: int, timeout: float = 10.0) -> Reply:
         conn.unsolicited.append(request)
 
 
-def test_an_unknown_local_transaction_is_checked_and_the_check_answer_commits_it(dev: Dev) -> None:
+def test_an_unknown_local_transaction_is_checked_and_the_check_answer_commits_it(dev: DevServer) -> None:
     topic, group = "ConfTx", "PG_tx"
     with Conn(dev.broker) as producer:
         heartbeat(producer, "127.0.0.1@8008#8", producer=group)
@@ -118,7 +118,7 @@ def test_an_unknown_local_transaction_is_checked_and_the_check_answer_commits_it
     assert committed.sys_flag & (3 << 2) == TRANSACTION_COMMIT_TYPE
 
 
-def test_reset_offset_by_time_reaches_the_client_with_an_object_keyed_body(dev: Dev) -> None:
+def test_reset_offset_by_time_reaches_the_client_with_an_object_keyed_body(dev: DevServer) -> None:
     topic, group = "ConfReset", "CG_reset"
     with Conn(dev.broker) as client:
         for i in range(3):
@@ -143,7 +143,7 @@ def test_reset_offset_by_time_reaches_the_client_with_an_object_keyed_body(dev: 
         assert {k["queueId"]: v for k, v in returned}[0] == 0
 
 
-def test_a_reply_is_pushed_to_the_requester_with_every_required_header_field(dev: Dev) -> None:
+def test_a_reply_is_pushed_to_the_requester_with_every_required_header_field(dev: DevServer) -> None:
     requester_id = "127.0.0.1@1010#10"
     with Conn(dev.broker) as requester, Conn(dev.broker) as responder:
         heartbeat(requester, requester_id, producer="PG_requester")
@@ -171,7 +171,7 @@ def test_a_reply_is_pushed_to_the_requester_with_every_required_header_field(dev
     assert push.body == b"the answer"
 
 
-def test_get_consumer_status_asks_the_client_and_answers_its_offsets_per_client(dev: Dev) -> None:
+def test_get_consumer_status_asks_the_client_and_answers_its_offsets_per_client(dev: DevServer) -> None:
     topic, group, client_id = "ConfStatus", "CG_status", "127.0.0.1@1111#11"
     with Conn(dev.broker) as client, Conn(dev.broker) as admin:
         assert client.java(SEND_MESSAGE_V2, v2(topic, {"UNIQ_KEY": "ST"}, "PG"), b"s").code == 0

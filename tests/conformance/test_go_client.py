@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conformance.conftest import Dev
 from tests.conformance.wire import (
     Conn,
     decode_records,
@@ -20,6 +19,7 @@ from tests.conformance.wire import (
     fastjson_loads,
     go_broker_addrs,
 )
+from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 SEND_MESSAGE = 10
@@ -62,7 +62,7 @@ def go_send_header(queue_id: int, props: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def go(dev: Dev) -> Iterator[Conn]:
+def go(dev: DevServer) -> Iterator[Conn]:
     """A Go client's broker connection that heartbeated a push consumer with a tag subscription."""
     conn = Conn(dev.broker)
     sub = {"classFilterMode": False, "topic": TOPIC, "subString": "red || blue", "tagsSet": ["blue", "red"],
@@ -84,7 +84,7 @@ def go(dev: Dev) -> Iterator[Conn]:
         conn.close()
 
 
-def test_a_go_route_lookup_parses_with_gjson_and_its_broker_addrs_split(dev: Dev) -> None:
+def test_a_go_route_lookup_parses_with_gjson_and_its_broker_addrs_split(dev: DevServer) -> None:
     with Conn(dev.namesrv) as ns:
         reply = ns.go(GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
     assert reply.code == 0 and reply.body
@@ -133,7 +133,7 @@ def test_a_go_pull_with_suspend_and_subscription_returns_only_the_subscribed_tag
     assert int(reply.ext["nextBeginOffset"]) == 3
 
 
-def test_a_go_consumer_reads_group_members_offsets_and_locks(dev: Dev, go: Conn) -> None:
+def test_a_go_consumer_reads_group_members_offsets_and_locks(dev: DevServer, go: Conn) -> None:
     members = go.go(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": GROUP})
     assert json.loads(members.body) == {"consumerIdList": [CLIENT_ID]}
     first = go.go(QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "1",
@@ -159,7 +159,7 @@ def go_typed(value: object, kind: type) -> None:
     assert isinstance(value, kind) and not (kind is int and isinstance(value, bool)), f"{value!r} is not {kind}"
 
 
-def test_the_go_admin_creates_lists_and_deletes_a_topic_with_strictly_typed_bodies(dev: Dev, go: Conn) -> None:
+def test_the_go_admin_creates_lists_and_deletes_a_topic_with_strictly_typed_bodies(dev: DevServer, go: Conn) -> None:
     create = {"topic": "ConfGoAdmin", "defaultTopic": "TBW102", "readQueueNums": "8", "writeQueueNums": "8",
               "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
     assert go.go(UPDATE_AND_CREATE_TOPIC, create).code == 0

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conformance.conftest import Dev
 from tests.conformance.wire import Conn, decode_records, encode_properties, fastjson_loads
+from tests.support.dev import DevServer
 
 HEART_BEAT = 34
 SEND_MESSAGE_V2 = 310
@@ -91,7 +91,7 @@ def send(conn: Conn, body: bytes, props: dict[str, str], queue_id: int = 0, sys_
 
 
 @pytest.fixture(scope="module")
-def consumer(dev: Dev) -> Iterator[Conn]:
+def consumer(dev: DevServer) -> Iterator[Conn]:
     """A consumer connection that heartbeated its group, and four messages in queue 0."""
     with Conn(dev.broker) as producer:
         send(producer, b"a1", {"UNIQ_KEY": "C0", "TAGS": "TagA", "WAIT": "true"})
@@ -156,7 +156,7 @@ def test_a_oneway_offset_update_is_what_the_next_query_returns(consumer: Conn) -
     assert reply.ext["offset"] == "4"
 
 
-def test_lock_batch_answers_the_locked_queues_and_a_second_client_is_refused(dev: Dev, consumer: Conn) -> None:
+def test_lock_batch_answers_the_locked_queues_and_a_second_client_is_refused(dev: DevServer, consumer: Conn) -> None:
     mq = {"brokerName": "broker-a", "queueId": 1, "topic": TOPIC}
     body = json.dumps({"clientId": "127.0.0.1@1001#1", "consumerGroup": GROUP, "mqSet": [mq]}).encode()
     reply = consumer.java(LOCK_BATCH_MQ, None, body)
@@ -218,7 +218,7 @@ def test_a_oneway_unlock_gets_no_response_and_the_connection_stays_in_step(consu
     assert not [r for r in consumer.unsolicited if r.flag & 1], "a oneway request was answered"
 
 
-def test_an_sql92_subscription_is_checked_then_filters_pulls(dev: Dev) -> None:
+def test_an_sql92_subscription_is_checked_then_filters_pulls(dev: DevServer) -> None:
     sub = {"classFilterMode": False, "codeSet": [], "expressionType": "SQL92", "subString": "n > 1",
            "subVersion": 1700000000000, "tagsSet": [], "topic": "ConfSql"}
     with Conn(dev.broker) as conn:
@@ -247,7 +247,7 @@ def test_an_sql92_subscription_is_checked_then_filters_pulls(dev: Dev) -> None:
     assert [r.properties["n"] for r in decode_records(reply.body)] == ["2", "3"]
 
 
-def test_unregister_client_removes_it_from_its_group(dev: Dev) -> None:
+def test_unregister_client_removes_it_from_its_group(dev: DevServer) -> None:
     with Conn(dev.broker) as conn:
         assert conn.java(HEART_BEAT, None, heartbeat("127.0.0.1@6006#6").replace(
             GROUP.encode(), b"CG_leaving")).code == 0
@@ -258,7 +258,7 @@ def test_unregister_client_removes_it_from_its_group(dev: Dev) -> None:
     assert after.code != 0 or fastjson_loads(after.body)["consumerIdList"] == []
 
 
-def test_a_second_member_makes_the_broker_notify_the_first(dev: Dev, consumer: Conn) -> None:
+def test_a_second_member_makes_the_broker_notify_the_first(dev: DevServer, consumer: Conn) -> None:
     consumer.unsolicited.clear()  # the first member may have been told of itself
     with Conn(dev.broker) as second:
         assert second.java(HEART_BEAT, None, heartbeat("127.0.0.1@3003#3")).code == 0
@@ -277,7 +277,7 @@ def test_a_pull_whose_messages_all_miss_the_filter_is_retry_immediately_past_the
     assert int(reply.ext["nextBeginOffset"]) == 4
 
 
-def test_a_lite_pull_consumer_pull_is_served_like_any_other(dev: Dev) -> None:
+def test_a_lite_pull_consumer_pull_is_served_like_any_other(dev: DevServer) -> None:
     # DefaultLitePullConsumer sets the lite-pull bit (1 << 4); the broker reads the others only.
     with Conn(dev.broker) as lite:
         reply = lite.java(PULL_MESSAGE, pull_header(0, 0, FLAG_SUBSCRIPTION | FLAG_LITE_PULL, sub="*",

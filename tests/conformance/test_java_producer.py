@@ -11,8 +11,8 @@ import json
 import time
 from typing import Any
 
-from tests.conformance.conftest import Dev
 from tests.conformance.wire import Conn, decode_records, encode_properties, fastjson_loads
+from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 GET_ROUTEINFO_BY_TOPIC = 105
@@ -50,7 +50,7 @@ def v2_header(topic: str, queue_id: int, props: dict[str, str], **over: str) -> 
     return header
 
 
-def test_a_java_route_lookup_gets_standard_json_with_a_reachable_master(dev: Dev) -> None:
+def test_a_java_route_lookup_gets_standard_json_with_a_reachable_master(dev: DevServer) -> None:
     with Conn(dev.namesrv) as ns:
         reply = ns.java(GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
     assert reply.code == 0 and reply.flag & 1
@@ -67,7 +67,7 @@ def test_a_java_route_lookup_gets_standard_json_with_a_reachable_master(dev: Dev
         assert broker.java(HEART_BEAT, None, body).code == 0
 
 
-def test_an_unknown_topic_is_topic_not_exist_and_tbw102_lets_the_producer_send_to_it(dev: Dev) -> None:
+def test_an_unknown_topic_is_topic_not_exist_and_tbw102_lets_the_producer_send_to_it(dev: DevServer) -> None:
     topic = "ConfAutoCreated"
     with Conn(dev.namesrv) as ns:
         missing = ns.java(GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
@@ -95,7 +95,7 @@ def test_an_unknown_topic_is_topic_not_exist_and_tbw102_lets_the_producer_send_t
     assert (broker_name, queue_id) in publish_queues(created)
 
 
-def test_a_heartbeat_response_carries_the_broker_version_sql92_needs(dev: Dev) -> None:
+def test_a_heartbeat_response_carries_the_broker_version_sql92_needs(dev: DevServer) -> None:
     body = {
         "clientID": "127.0.0.1@4242#1700000000000",
         "consumerDataSet": [],
@@ -115,7 +115,7 @@ def test_a_heartbeat_response_carries_the_broker_version_sql92_needs(dev: Dev) -
     assert info["remoteIP"].startswith("/127.0.0.1:") and int(info["lastUpdateTimestamp"]) > 0
 
 
-def test_a_v2_send_answers_every_field_processSendResponse_reads(dev: Dev) -> None:
+def test_a_v2_send_answers_every_field_processSendResponse_reads(dev: DevServer) -> None:
     props = {"UNIQ_KEY": "7F00000100002A9F000000000001", "WAIT": "true", "TAGS": "TagA", "KEYS": "k1 k2"}
     with Conn(dev.broker) as broker:
         reply = broker.java(SEND_MESSAGE_V2, v2_header("TBW102", 0, props, b="ConfSendV2"), b"payload")
@@ -139,7 +139,7 @@ def test_a_v2_send_answers_every_field_processSendResponse_reads(dev: Dev) -> No
     assert record.body == b"payload" and record.queue_offset == queue_offset
 
 
-def test_a_send_with_the_binary_rocketmq_header_is_answered_in_the_binary_header(dev: Dev) -> None:
+def test_a_send_with_the_binary_rocketmq_header_is_answered_in_the_binary_header(dev: DevServer) -> None:
     # The Java benchmark tools run with -Drocketmq.serialize.type=ROCKETMQ.
     with Conn(dev.broker) as broker, Conn(dev.namesrv) as ns:
         heartbeat = json.dumps({"clientID": "127.0.0.1@bin", "producerDataSet": [{"groupName": "PG"}],
@@ -165,7 +165,7 @@ def test_a_send_with_the_binary_rocketmq_header_is_answered_in_the_binary_header
     assert fastjson_loads(route.body)["brokerDatas"][0]["brokerAddrs"]["0"] == dev.broker
 
 
-def test_a_send_missing_a_required_header_field_is_refused_with_a_remark(dev: Dev) -> None:
+def test_a_send_missing_a_required_header_field_is_refused_with_a_remark(dev: DevServer) -> None:
     header = v2_header("ConfBad", 0, {"UNIQ_KEY": "X"})
     del header["b"]
     with Conn(dev.broker) as broker:
@@ -176,7 +176,7 @@ def test_a_send_missing_a_required_header_field_is_refused_with_a_remark(dev: De
     assert ok.code == 0
 
 
-def test_a_send_to_a_queue_the_topic_lacks_is_refused_with_javas_topic_config_text(dev: Dev) -> None:
+def test_a_send_to_a_queue_the_topic_lacks_is_refused_with_javas_topic_config_text(dev: DevServer) -> None:
     with Conn(dev.broker) as broker:
         assert broker.java(SEND_MESSAGE_V2, v2_header("ConfQueues", 0, {"UNIQ_KEY": "Q0"}), b"q").code == 0
         reply = broker.java(SEND_MESSAGE_V2, v2_header("ConfQueues", 99, {"UNIQ_KEY": "Q1"}), b"q")

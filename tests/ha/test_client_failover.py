@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,6 @@ from tests.support.waiting import until
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "FailoverTopic"
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 async def _pair(

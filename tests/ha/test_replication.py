@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,24 +19,15 @@ from tests.ha.cluster import (
     start_broker,
     start_namesrv,
     topic_names,
-    until,
 )
 from tests.support.procs import ServerProcess
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "HaTopic"
 RESUMED = re.compile(r"replicating from master \S+ at offset (\d+)")
 HA_PORT = re.compile(r"HA service on port (\d+)")
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 class Cluster:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ from tests.support.waiting import until
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "RoleTopic"
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def _start(procs: list[ServerProcess], conf: Path) -> ServerProcess:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +30,6 @@ def master(tmp_path: Path) -> Iterator[ServerProcess]:
     finally:
         broker.stop()
         ns.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def _ha_port(master: ServerProcess) -> int:

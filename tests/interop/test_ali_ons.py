@@ -21,7 +21,7 @@ from orbitmq.admin.api import AdminClient
 from orbitmq.admin.models import TopicConfig
 from orbitmq.common.message import MessageExt
 from orbitmq.errors import TopicNotExist
-from tests.admin.devcluster import DevCluster, start_dev
+from tests.support.dev import DevServer, running_dev
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "roundtrip.js"
@@ -50,15 +50,12 @@ def ensure_ali_ons() -> str:
 
 
 @pytest.fixture
-def dev(tmp_path: Path) -> Iterator[DevCluster]:
-    cluster = start_dev(tmp_path)
-    try:
+def dev(tmp_path: Path) -> Iterator[DevServer]:
+    with running_dev(tmp_path) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
-def create_topic(dev: DevCluster, topic: str, queues: int) -> None:
+def create_topic(dev: DevServer, topic: str, queues: int) -> None:
     async def main() -> None:
         async with AdminClient([dev.namesrv]) as admin:
             await admin.create_topic(dev.broker_addr, TopicConfig(topic, queues, queues))
@@ -73,7 +70,7 @@ def create_topic(dev: DevCluster, topic: str, queues: int) -> None:
     asyncio.run(main())
 
 
-def run_script(node: str, dev: DevCluster, *args: str) -> dict[str, Any]:
+def run_script(node: str, dev: DevServer, *args: str) -> dict[str, Any]:
     proc = subprocess.run(
         [node, str(SCRIPT), "--namesrv", dev.namesrv, *args],
         cwd=HERE, capture_output=True, text=True, timeout=60, check=False,
@@ -85,7 +82,7 @@ def run_script(node: str, dev: DevCluster, *args: str) -> dict[str, Any]:
     return report
 
 
-def test_ali_ons_produces_and_consumes_every_message_with_body_tags_and_keys(dev: DevCluster) -> None:
+def test_ali_ons_produces_and_consumes_every_message_with_body_tags_and_keys(dev: DevServer) -> None:
     node = ensure_ali_ons()
     create_topic(dev, TOPIC, 4)
     report = run_script(node, dev, "--topic", TOPIC, "--group", "interop_all", "--produce", str(COUNT),
@@ -123,7 +120,7 @@ def test_ali_ons_produces_and_consumes_every_message_with_body_tags_and_keys(dev
 
 
 def test_the_broker_takes_back_a_message_ali_ons_failed_and_redelivers_it_through_the_retry_topic(
-    dev: DevCluster,
+    dev: DevServer,
 ) -> None:
     node = ensure_ali_ons()
     create_topic(dev, "InteropRetry", 2)

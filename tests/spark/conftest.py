@@ -8,7 +8,6 @@ PID at the end.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.procs import ServerProcess, eventually, orbitmq_command, start_server
+from tests.support.dev import DevServer, running_dev
 
 
 def _spark_available() -> str | None:
@@ -111,24 +110,17 @@ class GroupProcess:
         self.popen.wait(30)
 
 
-@dataclass
-class DevCluster:
-    """A running `orbitmq dev` (NameServer and broker in one process)."""
+class DevCluster(DevServer):
+    """The session's `orbitmq dev`, with a helper to create topics."""
 
-    process: ServerProcess
-    namesrv: str
-    broker: str
-
-    def new_topic(self, queues: int = 4, prefix: str = "t") -> str:
-        """Create a fresh topic with `queues` queues and wait until the NameServer routes it."""
+    def new_topic(self, queues: int = 4, prefix: str = "t", name: str | None = None) -> str:
+        """Create topic `name` (else a fresh one) with `queues` queues; routable at once, as the broker
+        registers a topic with the NameServer before it answers the creation."""
         from orbitmq.admin.api import AdminClient
         from orbitmq.admin.models import TopicConfig
-        from orbitmq.errors import OrbitMQError
         from orbitmq.remoting.loop import run
-        from orbitmq.spark.cluster import Cluster
-        from orbitmq.spark.options import ConnectionOptions
 
-        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        name = name or f"{prefix}_{uuid.uuid4().hex[:10]}"
 
         async def create() -> None:
             async with AdminClient([self.namesrv]) as admin:
@@ -136,57 +128,14 @@ class DevCluster:
                                                                   write_queue_nums=queues))
 
         run(create())
-        with Cluster(ConnectionOptions(self.namesrv)) as c:
-            def routed() -> bool:
-                try:
-                    return len(c.route(name, refresh=True).read_queues) == queues
-                except OrbitMQError:
-                    return False
-
-            eventually(routed, timeout=40, interval=0.2, message=f"topic {name} never got a route")
         return name
-
-
-def _announced(server: ServerProcess) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for line in list(server.output):
-        m = re.match(r"(namesrv|broker \S+) listening on (\S+)$", line.strip())
-        if m:
-            found[m.group(1).split()[0]] = m.group(2)
-    return found
-
-
-def start_dev(store: Path) -> tuple[ServerProcess, str, str]:
-    """Start `orbitmq dev`; returns (process, NameServer address, broker address) once both listen.
-
-    The log on stderr also says "listening on", so the stdout readiness lines
-    are picked out by their exact form rather than counted.
-    """
-    server = start_server(
-        orbitmq_command("dev", "--store", str(store), "--namesrv-port", "0", "--broker-port", "0",
-                        "--host", "127.0.0.1"),
-        listeners=1,
-        timeout=60,
-    )
-    try:
-        eventually(lambda: len(_announced(server)) == 2 or server.popen.poll() is not None, timeout=60)
-        found = _announced(server)
-        if len(found) != 2:
-            raise RuntimeError("orbitmq dev did not announce both listeners:\n" + "".join(server.output))
-    except BaseException:
-        server.stop()
-        raise
-    return server, found["namesrv"], found["broker"]
 
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    pytest.importorskip("orbitmq.dev", reason="the broker's `orbitmq dev` command is not in this tree")
-    server, namesrv, broker = start_dev(tmp_path_factory.mktemp("orbitmq-dev"))
-    try:
-        yield DevCluster(server, namesrv, broker)
-    finally:
-        server.stop()
+    pytest.importorskip("orbitmq.dev", reason="the `orbitmq dev` command is not in this tree")
+    with running_dev(tmp_path_factory.mktemp("orbitmq-dev")) as server:
+        yield DevCluster(server.process, server.namesrv, server.broker, server.broker_name)
 
 
 #: One message as the test producer stored it: (broker name, queue id, queue offset, body).

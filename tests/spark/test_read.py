@@ -130,7 +130,8 @@ def test_streaming_read_writes_every_message_exactly_once_across_a_restart(
         assert query.exception() is None, query.exception()
     finally:
         query.stop()
-    time.sleep(0.5)  # keep writing while the query is down
+    written = len(feeder.sent)
+    eventually(lambda: len(feeder.sent) > written or bool(feeder.failures), timeout=30)  # more while it is down
     _resume_and_check(spark, dev, topic, out, checkpoint, feeder.stop())
 
 
@@ -175,7 +176,7 @@ def test_stream_picks_up_a_topic_created_later_caps_batches_and_reports_group_of
              .trigger(processingTime="200 milliseconds").start())
     try:
         eventually(lambda: len(_memory_rows(spark, name)) == 120, timeout=60)
-        _create_topic_named(dev, later, queues=1)
+        dev.new_topic(queues=1, name=later)  # produce() looks its route up at once
         produce(later, [b"b-%d" % i for i in range(40)])
         eventually(lambda: len(_memory_rows(spark, name)) == 160, timeout=60)
         produce(first, [b"c-%d" % i for i in range(5)])  # one more batch, so the previous one is committed
@@ -197,18 +198,6 @@ def test_stream_picks_up_a_topic_created_later_caps_batches_and_reports_group_of
         query.stop()
     rows = _memory_rows(spark, name)
     assert sorted(bytes(r.body) for r in rows if r.topic == later) == sorted(b"b-%d" % i for i in range(40))
-
-
-def _create_topic_named(dev: DevCluster, topic: str, queues: int) -> None:
-    from orbitmq.admin.api import AdminClient
-    from orbitmq.admin.models import TopicConfig
-    from orbitmq.remoting.loop import run
-
-    async def create() -> None:
-        async with AdminClient([dev.namesrv]) as admin:
-            await admin.create_topic(dev.broker, TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues))
-
-    run(create())
 
 
 @pytest.mark.parametrize("fail", [True, False])

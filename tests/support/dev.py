@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from orbitmq.broker.config import BrokerConfig
 from orbitmq.broker.server import Broker
@@ -49,11 +54,38 @@ class DevServer:
         self.process.stop()
 
 
-def start_dev(root: Path, conf: str = "", *, timeout: float = 60.0) -> DevServer:
-    """Start `orbitmq dev` under `root` (with broker.conf text `conf`) and wait until both servers listen."""
+def steady_port() -> int:
+    """A free loopback port below the kernel's ephemeral range, for a server restarted on the same port.
+
+    A port the kernel picked (port 0) can be handed to some client's
+    connection while its server is down; one below ip_local_port_range is
+    never handed out that way, so a restart finds it free.
+    """
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for _ in range(200):
+        port = random.randint(max(1024, low - 12000), low - 1)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+def start_dev(
+    root: Path, conf: str = "", *, namesrv_port: int = 0, broker_port: int = 0, timeout: float = 60.0
+) -> DevServer:
+    """Start `orbitmq dev` under `root` (with broker.conf text `conf`) and wait until both servers listen.
+
+    Ports 0 are picked by the kernel; give `steady_port()`s to restart on the same ports.
+    """
     root.mkdir(parents=True, exist_ok=True)
-    args = ["dev", "--store", str(root / "store"), "--namesrv-port", "0", "--broker-port", "0",
-            "--host", "127.0.0.1"]
+    args = ["dev", "--store", str(root / "store"), "--namesrv-port", str(namesrv_port),
+            "--broker-port", str(broker_port), "--host", "127.0.0.1"]
     if conf:
         conf_file = root / "broker.conf"
         conf_file.write_text(conf)
@@ -71,6 +103,31 @@ def running_dev(root: Path, conf: str = "") -> Iterator[DevServer]:
         yield dev
     finally:
         dev.stop()
+
+
+def session_dev_fixtures(conf: str = "", prefix: str = "") -> tuple[Any, Any, Any]:
+    """The fixtures of a suite that shares one `orbitmq dev` per session: `dev_server`, `namesrv`, `names`.
+
+    A suite's conftest binds them to those names: `dev_server, namesrv, names = session_dev_fixtures(...)`.
+    `conf` is the server's broker.conf text; `prefix` starts the suite's topic and group names.
+    """
+
+    @pytest.fixture(scope="session")
+    def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+        with running_dev(tmp_path_factory.mktemp("orbitmq-dev"), conf) as dev:
+            yield dev
+
+    @pytest.fixture
+    def namesrv(dev_server: DevServer) -> str:
+        """The NameServer address of the shared dev server."""
+        return dev_server.namesrv
+
+    @pytest.fixture
+    def names() -> tuple[str, str, str]:
+        """(topic, producer group, consumer group) unique to this test."""
+        return unique_names(prefix)
+
+    return dev_server, namesrv, names
 
 
 def unique_names(prefix: str = "") -> tuple[str, str, str]:
