@@ -15,21 +15,19 @@ and configured by its own package.
 
 from __future__ import annotations
 
-import logging
 import os
-from typing import TYPE_CHECKING
 
 import click
 
 from orbitmq.broker.cli import (
     DEV_METRICS_PORT,
     ConfigProblem,
+    MetricsPlan,
     announce,
     build_config,
     read_config_file,
+    run_broker_until,
     setup_logging,
-    start_broker,
-    start_metrics,
     stop_signals,
 )
 from orbitmq.broker.config import BrokerConfig
@@ -38,11 +36,6 @@ from orbitmq.errors import ConfigError
 from orbitmq.namesrv.config import NamesrvConfig
 from orbitmq.namesrv.server import NameServer
 from orbitmq.remoting.loop import run
-
-if TYPE_CHECKING:
-    from orbitmq.metrics import MetricsServer
-
-log = logging.getLogger("orbitmq.dev")
 
 #: `orbitmq dev` keeps CommitLog files smaller than RocketMQ's 1 GiB so a first start
 #: does not pre-touch a gigabyte on a laptop; the format is the same.
@@ -77,24 +70,13 @@ async def serve_dev(
             announce(f"namesrv listening on {ns_host}:{ns_port}")
             announce(f"store {os.path.abspath(store_dir)}")
             config = broker_config.with_properties({"namesrvAddr": f"{ns_host}:{ns_port}"})
-            broker, b_host, b_port = await start_broker(config)
-            metrics: MetricsServer | None = None
-            try:
-                if metrics_port is not None:  # one endpoint for both servers
-                    from orbitmq.metrics import BrokerMetrics, NamesrvMetrics
+            console = dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable, config.tls)
+            metrics = None
+            if metrics_port is not None:  # one endpoint for both servers
+                from orbitmq.metrics import NamesrvMetrics
 
-                    metrics = await start_metrics(
-                        [BrokerMetrics(broker), NamesrvMetrics(ns)], host, metrics_port,
-                        any_port_if_busy=metrics_port == DEV_METRICS_PORT,
-                    )
-                announce(f"broker {config.broker_name} listening on {b_host}:{b_port}")
-                async with dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable, config.tls):
-                    await stop.wait()
-                    log.info("dev: shutting down")
-            finally:
-                if metrics is not None:
-                    await metrics.close()
-                await broker.close()
+                metrics = MetricsPlan(host, metrics_port, [NamesrvMetrics(ns)], metrics_port == DEV_METRICS_PORT)
+            await run_broker_until(config, stop, console, metrics)
         finally:
             await ns.close()
 

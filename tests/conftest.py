@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
+from orbitmq.remoting.transport import RemotingClient
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
 
 
@@ -46,3 +47,13 @@ def spans() -> Iterator[Any]:
 
     with memory_tracing() as exporter:
         yield exporter
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    """A remoting client of this test, closed at its end (a test module may define its own `client`)."""
+    c = RemotingClient()
+    try:
+        yield c
+    finally:
+        await c.close()

@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
@@ -136,25 +137,53 @@ async def start_metrics(
     return server
 
 
-async def serve_broker(config: BrokerConfig) -> None:
-    async with stop_signals() as stop:
-        broker, host, port = await start_broker(config)
-        metrics: MetricsServer | None = None
-        try:
-            if config.metrics_exporter_type == "PROM":
-                from orbitmq.metrics import BrokerMetrics
+@dataclass(frozen=True)
+class MetricsPlan:
+    """Where the broker's Prometheus endpoint goes, and what else it exports (`orbitmq dev`: the NameServer)."""
 
-                metrics = await start_metrics(
-                    [BrokerMetrics(broker)], config.metrics_prom_exporter_host or config.listen_host,
-                    config.metrics_prom_exporter_port,
-                )
-            announce(f"broker {config.broker_name} listening on {host}:{port}")
+    host: str
+    port: int
+    extra_sources: Sequence[FamilySource] = ()
+    any_port_if_busy: bool = False
+
+    async def start(self, broker: Broker) -> MetricsServer:
+        from orbitmq.metrics import BrokerMetrics
+
+        return await start_metrics([BrokerMetrics(broker), *self.extra_sources], self.host, self.port,
+                                   any_port_if_busy=self.any_port_if_busy)
+
+
+async def run_broker_until(
+    config: BrokerConfig,
+    stop: asyncio.Event,
+    serving: contextlib.AbstractAsyncContextManager[None] | None = None,
+    metrics: MetricsPlan | None = None,
+) -> None:
+    """Start a Broker (and its metrics endpoint), announce its address on stdout, and close it once `stop` is set.
+
+    `serving` (`orbitmq dev`'s console) is entered once the broker listens and left before it closes.
+    """
+    broker, host, port = await start_broker(config)
+    endpoint: MetricsServer | None = None
+    try:
+        if metrics is not None:
+            endpoint = await metrics.start(broker)
+        announce(f"broker {config.broker_name} listening on {host}:{port}")
+        async with serving or contextlib.nullcontext():
             await stop.wait()
             log.info("broker shutting down")
-        finally:
-            if metrics is not None:
-                await metrics.close()
-            await broker.close()
+    finally:
+        if endpoint is not None:
+            await endpoint.close()
+        await broker.close()
+
+
+async def serve_broker(config: BrokerConfig) -> None:
+    metrics = None
+    if config.metrics_exporter_type == "PROM":
+        metrics = MetricsPlan(config.metrics_prom_exporter_host or config.listen_host, config.metrics_prom_exporter_port)
+    async with stop_signals() as stop:
+        await run_broker_until(config, stop, metrics=metrics)
 
 
 @click.command("broker", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

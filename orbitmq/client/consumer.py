@@ -26,7 +26,6 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.service import ClientService
 from orbitmq.client.validation import check_group
 from orbitmq.common.filter import SubscriptionData
-from orbitmq.errors import ClientError
 
 
 class ConsumerService(ClientService):
@@ -48,12 +47,7 @@ class ConsumerService(ClientService):
     async def join(self) -> ClientInstance:
         """Join the client instance as this group; lookups, pulling and a loaded offset store are ready after."""
         check_group(self.group)
-        instance = await ClientInstance.acquire(self.config)
-        try:
-            instance.register_consumer(self)
-        except ClientError:
-            await instance.release()
-            raise
+        instance = await self.join_instance(self.config, lambda i: i.register_consumer(self))
         self._instance = instance
         self._started_ms = int(time.time() * 1000)
         self.lookups = Lookups(instance)

@@ -64,7 +64,6 @@ from orbitmq.common.msgid import UniqueIdGenerator
 from orbitmq.common.sysflag import COMPRESSED, TRANSACTION_PREPARED_TYPE
 from orbitmq.errors import (
     BrokerError,
-    ClientError,
     MessageValidationError,
     OrbitMQError,
     RemotingError,
@@ -112,12 +111,7 @@ class Producer(ClientService):
         check_group(self.group)
         if not inner and self.group in ("DEFAULT_PRODUCER", CLIENT_INNER_PRODUCER):
             raise MessageValidationError("producerGroup can not equal DEFAULT_PRODUCER, please specify another one.")
-        instance = await ClientInstance.acquire(self.config)
-        try:
-            instance.register_producer(self)
-        except ClientError:
-            await instance.release()
-            raise
+        instance = await self.join_instance(self.config, lambda i: i.register_producer(self))
         self._instance = instance
         self.lookups = Lookups(instance)
 

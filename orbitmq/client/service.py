@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Self
 
+from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance
 from orbitmq.errors import ClientError
 
@@ -40,3 +42,18 @@ class ClientService(ABC):
         if self._instance is None:
             raise ClientError(self._not_started)
         return self._instance
+
+    @staticmethod
+    async def join_instance(config: ClientConfig, register: Callable[[ClientInstance], None]) -> ClientInstance:
+        """The shared instance of `config` with this member registered by `register`.
+
+        When registering fails (the group is taken in this client), the use
+        of the instance is given back and the error raised.
+        """
+        instance = await ClientInstance.acquire(config)
+        try:
+            register(instance)
+        except ClientError:
+            await instance.release()
+            raise
+        return instance

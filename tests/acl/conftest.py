@@ -13,7 +13,6 @@ from orbitmq.client.acl import AclCredentials, sign_request
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
 from tests.support.dev import DevServer, start_dev, steady_port
-from tests.support.procs import ServerProcess
 
 ADMIN = AclCredentials("adminKey01", "adminSecret01")
 PUBLISHER = AclCredentials("pubKey0001", "pubSecret01")
@@ -44,22 +43,11 @@ PLAIN_ACL = textwrap.dedent("""\
 
 
 @dataclass
-class AclCluster:
-    dev: DevServer
-    acl_file: Path
-    fast_addr: str
+class AclCluster(DevServer):
+    """An `orbitmq dev` with aclEnable=true: its plain_acl.yml and its fast (VIP) listener."""
 
-    @property
-    def process(self) -> ServerProcess:
-        return self.dev.process
-
-    @property
-    def namesrv(self) -> str:
-        return self.dev.namesrv
-
-    @property
-    def broker(self) -> str:
-        return self.dev.broker
+    acl_file: Path = Path()
+    fast_addr: str = ""
 
 
 def start_acl_dev(root: Path, plain_acl: str = PLAIN_ACL, console: str = "off") -> AclCluster:
@@ -69,7 +57,7 @@ def start_acl_dev(root: Path, plain_acl: str = PLAIN_ACL, console: str = "off") 
     fast_port = steady_port()
     dev = start_dev(root, f"aclEnable=true\naclConfigPath={acl_file}\nfastListenPort={fast_port}\n",
                     console=console)
-    return AclCluster(dev, acl_file, f"127.0.0.1:{fast_port}")
+    return AclCluster(dev.process, dev.namesrv, dev.broker, dev.broker_name, acl_file, f"127.0.0.1:{fast_port}")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +67,7 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster
     try:
         yield cluster
     finally:
-        cluster.dev.stop()
+        cluster.stop()
 
 
 @pytest.fixture
@@ -89,7 +77,7 @@ def own_acl_cluster(tmp_path: Path) -> Iterator[AclCluster]:
     try:
         yield cluster
     finally:
-        cluster.dev.stop()
+        cluster.stop()
 
 
 async def call(

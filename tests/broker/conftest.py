@@ -1,4 +1,4 @@
-"""Fixtures of the broker tests: a broker in this process and a raw remoting client."""
+"""Fixtures of the broker tests: a broker in this process (the raw remoting `client` is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from orbitmq.broker.server import Broker
-from orbitmq.remoting.transport import RemotingClient
 from tests.broker.test_messaging import make_config
 
 
@@ -16,9 +15,3 @@ from tests.broker.test_messaging import make_config
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
     async with Broker(make_config(tmp_path, enablePropertyFilter="true")) as b:
         yield b
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    async with RemotingClient() as c:
-        yield c

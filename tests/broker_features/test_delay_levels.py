@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,15 +20,6 @@ from tests.broker.helpers import props, send_v2
 from tests.broker_features.inproc import addr_of, create_topic, drain, make_config
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def test_delay_level_tables_accept_seconds_minutes_hours_and_days() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,15 +25,6 @@ from tests.filter.test_sql92 import Tree, reference_matches, render, trees
 from tests.support.dev import DevServer
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def sql_heartbeat(client_id: str, group: str, topic: str, expression: str) -> dict[str, object]:

@@ -24,15 +24,6 @@ pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-@pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
     async with Broker(make_config(tmp_path, timerMaxDelaySec="60")) as b:
         yield b
