@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import subprocess
+import sys
 import typing
 from pathlib import Path
+
+import pytest
 
 from orbitmq.client import config
 
 CLIENT = Path(__file__).resolve().parents[2] / "orbitmq" / "client"
+
+pytestmark = pytest.mark.timeout(300)
 
 
 def _client_imports(path: Path) -> set[str]:
@@ -55,3 +61,18 @@ def test_the_typed_options_are_the_config_fields_but_the_group() -> None:
         fields = {f.name for f in dataclasses.fields(cls)} - {"group"}
         assert _option_names(options) - trace == fields, options.__name__
     assert _option_names(config.PushConsumerOptions) == _option_names(config.ConsumerOptions) | trace
+
+
+def test_mypy_refuses_a_misspelled_or_mistyped_client_option() -> None:
+    program = (
+        "from orbitmq.client import Producer, PushConsumer\n"
+        "Producer('PG', namesrv_adr='127.0.0.1:9876')\n"
+        "PushConsumer('CG', pull_batch_size='32')\n"
+        "Producer('PG', namesrv_addr='127.0.0.1:9876', enable_msg_trace=True, send_msg_timeout_ms=100)\n"
+    )
+    result = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "-c", program],
+                            cwd=CLIENT.parents[1], capture_output=True, text=True, timeout=280, check=False)
+    errors = [line for line in result.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 2, result.stdout + result.stderr
+    assert '"namesrv_adr"' in errors[0] and ":2:" in errors[0]
+    assert '"pull_batch_size"' in errors[1] and ":3:" in errors[1]
