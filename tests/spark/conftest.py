@@ -35,6 +35,21 @@ def _spark_available() -> str | None:
     return None
 
 
+#: Each Spark test's time bound. Spark runs a JVM and its Python workers on the machine's cores; when
+#: they are busy, one streaming job takes minutes. A bound pytest must enforce in the middle of a
+#: Py4J call leaves the shared session broken for every later Spark test, so it is set at a size
+#: Spark meets on a loaded machine, while still stopping a hang.
+SPARK_TEST_TIMEOUT_S = 600
+#: How long a test waits for one Spark query or one streaming milestone.
+SPARK_WAIT_S = 240
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("spark") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SPARK_TEST_TIMEOUT_S))
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A local[2] SparkSession on loopback with the orbitmq format registered."""

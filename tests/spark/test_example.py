@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.spark.conftest import DevCluster
+from tests.spark.conftest import SPARK_WAIT_S, DevCluster
 
 pytestmark = pytest.mark.spark
 
@@ -38,7 +38,7 @@ def test_example_job_writes_closed_minutes_to_parquet_and_to_a_topic(
     args = job.parse_args(["--namesrv", dev.namesrv, "--topic", orders, "--stats-topic", stats,
                            "--out", str(tmp_path), "--available-now"])
     for query in job.start(spark, args):
-        query.awaitTermination(120)
+        query.awaitTermination(SPARK_WAIT_S)
         assert query.exception() is None
     minutes = spark.read.parquet(str(tmp_path / "parquet")).collect()
     assert len(minutes) >= 3 and all(m.orders > 0 for m in minutes)

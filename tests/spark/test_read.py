@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.spark.conftest import DevCluster, GroupProcess, Sent
+from tests.spark.conftest import SPARK_WAIT_S, DevCluster, GroupProcess, Sent
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.spark
@@ -104,7 +104,7 @@ def _resume_and_check(spark: Any, dev: DevCluster, topic: str, out: Path, checkp
                  .selectExpr("brokerName", "queueId", "queueOffset", "body")
                  .writeStream.format("parquet").option("path", str(out))
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    restarted.awaitTermination(120)
+    restarted.awaitTermination(SPARK_WAIT_S)
     assert restarted.exception() is None
     rows = spark.read.parquet(str(out)).collect()
     counts = Counter((r.brokerName, r.queueId, r.queueOffset) for r in rows)
@@ -126,12 +126,12 @@ def test_streaming_read_writes_every_message_exactly_once_across_a_restart(
              .trigger(processingTime="200 milliseconds").start())
     try:
         eventually(lambda: query.exception() is not None or (query.lastProgress or {}).get("batchId", -1) >= 3,
-                   timeout=60)
+                   timeout=SPARK_WAIT_S)
         assert query.exception() is None, query.exception()
     finally:
         query.stop()
     written = len(feeder.sent)
-    eventually(lambda: len(feeder.sent) > written or bool(feeder.failures), timeout=30)  # more while it is down
+    eventually(lambda: len(feeder.sent) > written or bool(feeder.failures), timeout=SPARK_WAIT_S)  # more while it is down
     _resume_and_check(spark, dev, topic, out, checkpoint, feeder.stop())
 
 
@@ -145,7 +145,7 @@ def test_streaming_read_is_exactly_once_after_the_driver_is_killed_mid_stream(
                                 topic, str(out), str(checkpoint)])
     try:
         eventually(lambda: "batch 4" in child.lines or child.popen.poll() is not None,
-                   timeout=90, message="the child query made no progress")
+                   timeout=SPARK_WAIT_S, message="the child query made no progress")
         assert child.popen.poll() is None, "".join(child.lines[-40:])
     finally:
         # SIGKILL the child's whole process group (driver JVM and Python workers): a crash mid-batch.
@@ -175,14 +175,14 @@ def test_stream_picks_up_a_topic_created_later_caps_batches_and_reports_group_of
              .option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(processingTime="200 milliseconds").start())
     try:
-        eventually(lambda: len(_memory_rows(spark, name)) == 120, timeout=60)
+        eventually(lambda: len(_memory_rows(spark, name)) == 120, timeout=SPARK_WAIT_S)
         dev.new_topic(queues=1, name=later)  # produce() looks its route up at once
         produce(later, [b"b-%d" % i for i in range(40)])
-        eventually(lambda: len(_memory_rows(spark, name)) == 160, timeout=60)
+        eventually(lambda: len(_memory_rows(spark, name)) == 160, timeout=SPARK_WAIT_S)
         produce(first, [b"c-%d" % i for i in range(5)])  # one more batch, so the previous one is committed
-        eventually(lambda: len(_memory_rows(spark, name)) == 165, timeout=60)
+        eventually(lambda: len(_memory_rows(spark, name)) == 165, timeout=SPARK_WAIT_S)
         # Progress is recorded just after the sink got the rows.
-        eventually(lambda: sum(p["numInputRows"] for p in query.recentProgress) == 165, timeout=30)
+        eventually(lambda: sum(p["numInputRows"] for p in query.recentProgress) == 165, timeout=SPARK_WAIT_S)
         assert max(p["numInputRows"] for p in query.recentProgress) <= 50
 
         async def group_offsets() -> int:
@@ -193,7 +193,7 @@ def test_stream_picks_up_a_topic_created_later_caps_batches_and_reports_group_of
                         dev.broker, f"G_{first}", MessageQueue(first, broker, qid)) or 0
                 return total
 
-        eventually(lambda: run(group_offsets()) >= 120, timeout=30, message="group offsets were not reported")
+        eventually(lambda: run(group_offsets()) >= 120, timeout=SPARK_WAIT_S, message="group offsets were not reported")
     finally:
         query.stop()
     rows = _memory_rows(spark, name)
@@ -214,9 +214,9 @@ def test_a_checkpoint_position_past_the_queue_end_is_data_loss_unless_allowed(
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
     if fail:
         with pytest.raises(Exception, match="set failOnDataLoss=false to continue from 10"):
-            query.awaitTermination(60)
+            query.awaitTermination(SPARK_WAIT_S)
     else:
-        query.awaitTermination(60)
+        query.awaitTermination(SPARK_WAIT_S)
         assert query.exception() is None
         assert _memory_rows(spark, f"loss_{topic}_{fail}") == []
 

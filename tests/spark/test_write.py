@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.spark.conftest import DevCluster
+from tests.spark.conftest import SPARK_WAIT_S, DevCluster
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +34,7 @@ def test_streaming_writer_delivers_every_row_with_dedup_properties(
              .json(str(src))
              .writeStream.format("orbitmq").option("namesrvAddr", dev.namesrv).option("topic", topic)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
-    query.awaitTermination(120)
+    query.awaitTermination(SPARK_WAIT_S)
     assert query.exception() is None
     rows = _read_back(spark, dev, topic)
     assert sorted(bytes(r.body).decode() for r in rows) == sorted(expected)
