@@ -97,8 +97,14 @@ async def test_the_slave_restarts_and_resumes_replication_from_its_own_max_offse
     await _send_all(client, cluster.master.addr, bodies[5:])
     slave = cluster.start_slave()
     await until(cluster.replicated)
-    resumed = [int(m.group(1)) for line in cluster.slave.output if (m := RESUMED.search(line))]
-    assert resumed and 0 < resumed[0] <= held, "".join(cluster.slave.output)
+    restarted = cluster.slave
+
+    async def resumed_at() -> list[int]:
+        # The line is read from the process's output by a thread: it may come a moment after the data.
+        return [int(m.group(1)) for line in list(restarted.output) if (m := RESUMED.search(line))]
+
+    resumed = await until(resumed_at)
+    assert 0 < resumed[0] <= held, "".join(restarted.output)
     await until(lambda: _has_topic(client, slave, TOPIC))
     assert await _pulled_bodies(client, slave) == bodies
 
