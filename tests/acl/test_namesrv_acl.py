@@ -17,7 +17,7 @@ from orbitmq.namesrv import NameServer, NamesrvConfig
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
-from tests.ha.cluster import until
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 

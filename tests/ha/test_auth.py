@@ -27,8 +27,9 @@ from orbitmq.errors import ConfigError, FrameError
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import send_v1
-from tests.ha.cluster import broker_conf, commit_log, start_broker, start_namesrv, topic_names, until
+from tests.ha.cluster import broker_conf, commit_log, start_broker, start_namesrv, topic_names
 from tests.support.procs import ServerProcess, eventually
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 

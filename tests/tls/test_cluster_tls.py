@@ -27,8 +27,9 @@ from orbitmq.remoting.tls import TlsSettings
 from orbitmq.remoting.transport import RemotingClient
 from orbitmq.spark.cluster import Cluster
 from orbitmq.spark.options import parse_source_options
-from tests.ha.cluster import BROKER_NAME, broker_conf, commit_log, start_broker, until
+from tests.ha.cluster import BROKER_NAME, broker_conf, commit_log, start_broker
 from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.waiting import until
 from tests.tls.conftest import Pki
 
 pytestmark = pytest.mark.timeout(90)
