@@ -15,7 +15,7 @@ from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SendResult, SendStatus
 from orbitmq.errors import BrokerError, ConnectError, MessageValidationError
 from tests.client.helpers import create_topic
-from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.dev import DevServer, running_dev
 
 
 def _result(n: int, first_offset: int = 10) -> SendResult:
@@ -194,24 +194,17 @@ async def test_with_auto_batch_off_each_send_is_its_own_request(namesrv: str, na
 
 
 @pytest.fixture
-def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     """A dev server whose brokers accept at most 16 KiB per message body (and per batch body)."""
-    tmp = tmp_path_factory.mktemp("small-broker")
-    conf = tmp / "broker.conf"
-    conf.write_text("maxMessageSize=16384\n")
-    server = start_server(orbitmq_command("dev", "--store", str(tmp / "store"), "--namesrv-port", "0",
-                                          "--broker-port", "0", "--host", "127.0.0.1", "-c", str(conf)), listeners=2)
-    try:
-        yield server
-    finally:
-        server.stop()
+    with running_dev(tmp_path_factory.mktemp("small-broker"), "maxMessageSize=16384\n") as dev:
+        yield dev
 
 
 async def test_a_batch_over_the_brokers_limit_falls_back_to_single_sends(
-    small_broker: ServerProcess, names: tuple[str, str, str]
+    small_broker: DevServer, names: tuple[str, str, str]
 ) -> None:
     topic, pgroup, _ = names
-    async with Producer(pgroup, namesrv_addr=small_broker.addresses[0]) as producer:
+    async with Producer(pgroup, namesrv_addr=small_broker.namesrv) as producer:
         await create_topic(producer, topic)
         msgs = [Message(topic, bytes([i]) * 1000) for i in range(32)]  # ~33 KiB together, 1 KiB each
         results = await asyncio.gather(*(producer.send(m) for m in msgs))
