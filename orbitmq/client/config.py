@@ -242,6 +242,9 @@ class ConsumerOptions(ClientOptions, total=False):
     auto_commit_interval_ms: int
     poll_timeout_ms: int
     pull_threshold_for_all: int
+    orderly_max_attempts: int
+    orderly_backoff_ms: int
+    orderly_backoff_max_ms: int
 
 
 class PushConsumerOptions(ConsumerOptions, TraceOptions, total=False):

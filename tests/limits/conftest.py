@@ -1,4 +1,5 @@
-"""Shared fixtures of the limits tests: remoting clients closed after each test."""
+"""Shared fixtures of the limits tests: two remoting clients closed after each test (one `client` is
+tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,6 @@ from collections.abc import AsyncIterator
 import pytest
 
 from orbitmq.remoting.transport import RemotingClient
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 @pytest.fixture

@@ -77,15 +77,17 @@ def steady_port() -> int:
 
 
 def start_dev(
-    root: Path, conf: str = "", *, namesrv_port: int = 0, broker_port: int = 0, timeout: float = 60.0
+    root: Path, conf: str = "", *, namesrv_port: int = 0, broker_port: int = 0, console: str = "off",
+    timeout: float = 60.0,
 ) -> DevServer:
     """Start `orbitmq dev` under `root` (with broker.conf text `conf`) and wait until both servers listen.
 
-    Ports 0 are picked by the kernel; give `steady_port()`s to restart on the same ports.
+    Ports 0 are picked by the kernel; give `steady_port()`s to restart on the same ports. `console`
+    is where the web console serves (`--console`): off unless a test asks for it.
     """
     root.mkdir(parents=True, exist_ok=True)
     args = ["dev", "--store", str(root / "store"), "--namesrv-port", str(namesrv_port),
-            "--broker-port", str(broker_port), "--host", "127.0.0.1"]
+            "--broker-port", str(broker_port), "--host", "127.0.0.1", "--console", console]
     if conf:
         conf_file = root / "broker.conf"
         conf_file.write_text(conf)
