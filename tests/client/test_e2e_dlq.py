@@ -35,8 +35,8 @@ from orbitmq.client import (
 from orbitmq.common import properties as mc
 from orbitmq.errors import OrbitMQError
 from tests.client.helpers import create_topic, wait_until
-from tests.client.test_e2e_crash import free_port, start_dev
-from tests.support.procs import ServerProcess, orbitmq_command
+from tests.support.dev import start_dev, steady_port
+from tests.support.procs import orbitmq_command
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -254,31 +254,11 @@ async def test_dlq_commands_refuse_bad_input_with_exit_code_2(namesrv: str) -> N
     assert code == 2 and "time range" in err
 
 
-def start_fresh_dev(store: Path) -> tuple[ServerProcess, int, int]:
-    """A dev server on free ports (the broker also binds the next two ports: retry on a clash)."""
-    for attempt in range(5):
-        ns_port, broker_port = free_port(), free_port()
-        try:
-            return start_dev(store, ns_port, broker_port), ns_port, broker_port
-        except RuntimeError:
-            if attempt == 4:
-                raise
-    raise AssertionError("unreachable")
-
-
-def restart_dev(store: Path, ns_port: int, broker_port: int) -> ServerProcess:
-    for attempt in range(5):
-        try:
-            return start_dev(store, ns_port, broker_port)
-        except RuntimeError:  # a port of the killed server taken meanwhile by another process
-            if attempt == 4:
-                raise
-    raise AssertionError("unreachable")
-
-
 async def test_resend_is_idempotent_across_a_broker_restart(tmp_path: Path) -> None:
-    server, ns_port, broker_port = start_fresh_dev(tmp_path / "store")
-    namesrv = f"127.0.0.1:{ns_port}"
+    # Ports below the ephemeral range: no client connection takes them while the broker is down.
+    ports = {"namesrv_port": steady_port(), "broker_port": steady_port()}
+    server = start_dev(tmp_path, **ports)
+    namesrv = server.namesrv
     try:
         await poison_to_dlq(namesrv, "RestartDlqTopic", "rdlq_pg", "rdlq_cg", ["r1", "r2"])
         code, out, _ = await admin_cli(namesrv, "resendDlq", "-g", "rdlq_cg", "-i", "missing-id")
@@ -286,8 +266,8 @@ async def test_resend_is_idempotent_across_a_broker_restart(tmp_path: Path) -> N
         code, out, _ = await admin_cli(namesrv, "resendDlq", "-g", "rdlq_cg")
         assert (code, out.strip()) == (0, "matched 2, resent 2, skipped 0 (resent before)")
 
-        server.kill()
-        server = restart_dev(tmp_path / "store", ns_port, broker_port)
+        server.process.kill()
+        server = start_dev(tmp_path, **ports)
 
         letters = await dead_letters(namesrv, "rdlq_cg", 2)
         assert all(d.resent and d.error.startswith("RuntimeError: boom on") for d in letters)
