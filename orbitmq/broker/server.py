@@ -46,6 +46,7 @@ from orbitmq.broker.handlers.query import QueryHandlers
 from orbitmq.broker.handlers.reply import ReplyHandlers
 from orbitmq.broker.handlers.send import SendGate, SendHandlers
 from orbitmq.broker.handlers.sendback import SendBackHandler
+from orbitmq.broker.handlers.timers import TimerHandlers
 from orbitmq.broker.handlers.transaction import TransactionHandlers
 from orbitmq.broker.locks import QueueLocks
 from orbitmq.broker.longpoll import PullWaiters
@@ -419,6 +420,7 @@ class Broker:
             live=self.live, topics=self.topics, producers=self.producers, store=store, clock_ms=self.clock_ms,
         ).register(registry)
         AclHandlers(self.acl, self._identity).register(registry)
+        TimerHandlers(live=self.live, topics=self.topics, timers=lambda: self.timers).register(registry)
 
     def _own_credentials(self) -> AclCredentials | None:
         """The broker's own account (brokerAccessKey/brokerSecretKey), for what it sends."""

@@ -21,6 +21,8 @@ class RequestCode(IntEnum):
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
     CHECK_CLIENT_CONFIG = 46
+    #: RocketMQ 5.3: cancel a pending timer message by the recall handle its send returned.
+    RECALL_MESSAGE = 370
 
     # --- consumer -> broker ---------------------------------------------------
     PULL_MESSAGE = 11
@@ -111,6 +113,10 @@ class RequestCode(IntEnum):
     RESUME_CHECK_HALF_MESSAGE = 323
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    #: OrbitMQ's own: pending timer messages of a topic; cancel or move one (broker/handlers/timers.py).
+    LIST_TIMER_MESSAGES = 9101
+    CANCEL_TIMER_MESSAGE = 9102
+    RESCHEDULE_TIMER_MESSAGE = 9103
 
     # --- broker -> client (requests a client must answer or accept) -------------
     CHECK_TRANSACTION_STATE = 39

@@ -231,6 +231,8 @@ RULES: dict[int, Rule] = {
     _C.SEND_REPLY_MESSAGE: _broker("Topic:PUB", _send),
     _C.SEND_REPLY_MESSAGE_V2: _broker("Topic:PUB", _send),
     _C.END_TRANSACTION: _broker("Topic:PUB", _topic("topic", PUB, required=False), Stored.END_TRANSACTION),
+    # A recall stores a delete marker in the topic: the same right as a send.
+    _C.RECALL_MESSAGE: _broker("Topic:PUB", _topic("topic", PUB)),
     _C.HEART_BEAT: _broker("Group:PUB,SUB", _heartbeat),
     _C.UNREGISTER_CLIENT: _broker("Group:PUB,SUB", _unregister),
     _C.CHECK_CLIENT_CONFIG: _broker("Group:SUB", _check_client_config),
@@ -272,6 +274,9 @@ RULES: dict[int, Rule] = {
     # --- admin tools and slaves -> broker ----------------------------------------------------------
     _C.QUERY_BROKER_OFFSET: _broker("Cluster:GET"),
     _C.UPDATE_AND_CREATE_TOPIC: _admin("Topic:CREATE"),
+    _C.LIST_TIMER_MESSAGES: _broker("Topic:GET", _topic("topic", SUB)),
+    _C.CANCEL_TIMER_MESSAGE: _broker("Topic:PUB", _topic("topic", PUB)),
+    _C.RESCHEDULE_TIMER_MESSAGE: _broker("Topic:PUB", _topic("topic", PUB)),
     _C.GET_ALL_TOPIC_CONFIG: _broker("Topic:LIST"),
     _C.GET_TOPIC_CONFIG_LIST: _broker("Topic:LIST"),
     _C.GET_TOPIC_NAME_LIST: _broker("Topic:LIST"),

@@ -30,6 +30,7 @@ from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.broker.handlers.fields import Registry, integer
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
+from orbitmq.broker.timer.props import TIMER_DEL_UNIQKEY, TIMER_OUT_MS, TIMER_TOPIC, build_recall_handle
 from orbitmq.broker.timer.routing import refuse_waiting_batch
 from orbitmq.broker.topics import MULTI_TAG, PERM_READ, PERM_WRITE, TopicConfig, TopicTable
 from orbitmq.broker.transaction.messages import make_half
@@ -205,6 +206,19 @@ class SendGate:
 
     async def __aexit__(self, *exc: object) -> None:
         self.leave()
+
+
+def _add_recall_handle(fields: dict[str, str], msg: MessageExtBrokerInner, broker_name: str) -> None:
+    """A timer send answers RocketMQ 5.3's `recallHandle` (RECALL_MESSAGE takes it back)."""
+    props = msg.properties
+    real = props.get(mc.REAL_TOPIC)
+    uniq = props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    out_ms = props.get(TIMER_OUT_MS)
+    if (
+        real and uniq and out_ms and out_ms.isdigit() and TIMER_DEL_UNIQKEY not in props
+        and not real.startswith(names.RETRY_GROUP_TOPIC_PREFIX)
+    ):
+        fields["recallHandle"] = build_recall_handle(real, broker_name, int(out_ms), uniq)
 
 
 class SendHandlers:
@@ -406,15 +420,18 @@ class SendHandlers:
                 self.stats.record_put(
                     1, stored, len(body), "normal" if stored is topic else _message_type(sys_flag, stored, topic)
                 )
+            fields_out = {
+                "msgId": ar.msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(ar.logics_offset),
+                "MSG_REGION": config.region_id,
+                "TRACE_ON": "true" if config.trace_on else "false",
+            }
+            if msg.topic == TIMER_TOPIC:
+                _add_recall_handle(fields_out, msg, config.broker_name)
             return RemotingCommand(
                 ResponseCode.SUCCESS,
-                {
-                    "msgId": ar.msg_id,
-                    "queueId": str(queue_id),
-                    "queueOffset": str(ar.logics_offset),
-                    "MSG_REGION": config.region_id,
-                    "TRACE_ON": "true" if config.trace_on else "false",
-                },
+                fields_out,
                 opaque=request.opaque,
                 flag=RPC_TYPE_RESPONSE,
                 serialize_type=request.serialize_type,
@@ -422,6 +439,8 @@ class SendHandlers:
         response = status_response(request, result, max_body)
         if result.is_ok and ar is not None:
             response.ext_fields = self._response_fields(ar.msg_id, queue_id, ar.logics_offset)
+            if msg.topic == TIMER_TOPIC:
+                _add_recall_handle(response.ext_fields, msg, config.broker_name)
             if self.stats is not None:
                 self.stats.record_put(1, msg.topic, len(body), _message_type(sys_flag, msg.topic, topic))
         return response

@@ -23,7 +23,7 @@ happened, so no timer is lost; timers delivered after the last save come again
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,8 @@ class TimerEntry:
     size: int
     #: When the timer record was stored; long waits are rolled over before retention removes it.
     stored_ms: int = 0
+    #: `<real topic>+<UNIQ_KEY>`: what a delete marker (TIMER_DEL_UNIQKEY) names; "" when unknown.
+    key: str = field(default="", compare=False)
 
 
 class TimerIndex:
@@ -64,6 +66,10 @@ class TimerIndex:
 
     def __init__(self, checkpoint: TimerCheckpoint) -> None:
         self._heap: list[TimerEntry] = []
+        #: Pending entries by key (the latest loaded), for delete markers and listing.
+        self._by_key: dict[str, TimerEntry] = {}
+        #: Queue offsets cancelled by a delete marker; their heap entries are dropped when reached.
+        self._cancelled: set[int] = set()
         #: Offsets loaded and not yet delivered; `_low_heap` finds the smallest lazily.
         self._pending: set[int] = set()
         self._low_heap: list[int] = []
@@ -72,7 +78,7 @@ class TimerIndex:
         self._restored = checkpoint
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) - len(self._cancelled)
 
     def skip(self, queue_offset: int) -> None:
         """Mark an entry loaded without indexing it (delivered before, or unusable)."""
@@ -86,16 +92,42 @@ class TimerIndex:
         heapq.heappush(self._heap, entry)
         self._pending.add(entry.queue_offset)
         heapq.heappush(self._low_heap, entry.queue_offset)
+        if entry.key:
+            self._by_key[entry.key] = entry
         return True
 
+    def cancel(self, key: str) -> TimerEntry | None:
+        """A delete marker for `key` was loaded: the pending entry it names (stored before the
+        marker) is never delivered. Returns that entry, None when nothing pending has the key."""
+        entry = self._by_key.pop(key, None)
+        if entry is None or entry.queue_offset not in self._pending:
+            return None
+        self._cancelled.add(entry.queue_offset)
+        self._pending.discard(entry.queue_offset)
+        return entry
+
+    def pending(self) -> list[TimerEntry]:
+        """Every pending (not cancelled) entry, by delivery time."""
+        return sorted(e for e in self._heap if e.queue_offset not in self._cancelled)
+
+    def find(self, key: str) -> TimerEntry | None:
+        entry = self._by_key.get(key)
+        return entry if entry is not None and entry.queue_offset in self._pending else None
+
+    def _drop_cancelled_top(self) -> None:
+        heap = self._heap
+        while heap and heap[0].queue_offset in self._cancelled:
+            self._cancelled.discard(heapq.heappop(heap).queue_offset)
+
     def next_due_ms(self) -> int | None:
+        self._drop_cancelled_top()
         return self._heap[0].deliver_ms if self._heap else None
 
     def pop_stored_before(self, stored_ms: int) -> list[TimerEntry]:
         """Take out every pending entry stored before `stored_ms` (to be stored again)."""
-        old = [e for e in self._heap if e.stored_ms < stored_ms]
+        old = [e for e in self._heap if e.stored_ms < stored_ms and e.queue_offset not in self._cancelled]
         if old:
-            self._heap = [e for e in self._heap if e.stored_ms >= stored_ms]
+            self._heap = [e for e in self._heap if e.stored_ms >= stored_ms or e.queue_offset in self._cancelled]
             heapq.heapify(self._heap)
         return old
 
@@ -103,13 +135,20 @@ class TimerIndex:
         """Up to `limit` entries due at or before `now_ms`, earliest first. Deliver, then `done`."""
         out: list[TimerEntry] = []
         heap = self._heap
+        cancelled = self._cancelled
         while heap and heap[0].deliver_ms <= now_ms and len(out) < limit:
-            out.append(heapq.heappop(heap))
+            entry = heapq.heappop(heap)
+            if entry.queue_offset in cancelled:
+                cancelled.discard(entry.queue_offset)
+                continue
+            out.append(entry)
         return out
 
     def done(self, entries: list[TimerEntry]) -> None:
         for entry in entries:
             self._pending.discard(entry.queue_offset)
+            if entry.key and self._by_key.get(entry.key) is entry:
+                del self._by_key[entry.key]
 
     def put_back(self, entries: list[TimerEntry]) -> None:
         """Entries popped but not delivered (the store refused them) wait again."""
@@ -135,6 +174,7 @@ class TimerIndex:
         can still be waiting, and the checkpoint must not claim them.
         """
         delivered = self.delivered_ms
+        self._drop_cancelled_top()
         if self._heap:
             delivered = min(delivered, self._heap[0].deliver_ms - 1)
         return TimerCheckpoint(self.low_offset, self.scan_offset, delivered)

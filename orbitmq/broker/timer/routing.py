@@ -27,12 +27,13 @@ class DelayRouting:
     def __call__(self, msg: MessageExtBrokerInner) -> None:
         """Rewrite `msg` in place (topic, queue, properties, tag slot) when it must wait."""
         properties = msg.properties
-        # The common case (no delay asked) costs four dict lookups on the send path.
+        # The common case (no delay asked) costs five dict lookups on the send path.
         if (
             mc.DELAY_TIME_LEVEL not in properties
             and tp.TIMER_DELIVER_MS not in properties
             and tp.TIMER_DELAY_SEC not in properties
             and tp.TIMER_DELAY_MS not in properties
+            and tp.TIMER_DEL_UNIQKEY not in properties
         ):
             return
         if self.timers.rewrite(msg):  # a malformed time raises TimerPropertyError (MESSAGE_ILLEGAL)

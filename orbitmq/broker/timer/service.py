@@ -26,6 +26,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from orbitmq.broker.diskstate import WriteHealth, is_disk_full
 from orbitmq.broker.schedule import is_delayable, restored_message
@@ -35,7 +36,7 @@ from orbitmq.common import jsonbody
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExtBrokerInner
 from orbitmq.common.record import decode_record
-from orbitmq.errors import ConfigError, OrbitMQError
+from orbitmq.errors import ConfigError, OrbitMQError, ServiceNotAvailable
 from orbitmq.store.api import GetMessageStatus, MessageStore
 from orbitmq.store.config_file import load_with_backup, write_atomically
 from orbitmq.store.paths import store_path
@@ -48,6 +49,29 @@ TIMER_GROUP = "TIMER_CONSUMER"
 _LOAD_BATCH = 256
 _DELIVER_BATCH = 64
 _RETRY_AFTER_FAILURE_MS = 1000
+
+
+#: The tag of a recall's delete marker (RocketMQ 5's).
+RECALL_TAG = "_RECALL_TAG_"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingTimer:
+    topic: str
+    msg_id: str
+    deliver_ms: int
+    queue_offset: int
+    commit_log_offset: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "topic": self.topic, "msgId": self.msg_id, "deliverMs": self.deliver_ms,
+            "queueOffset": self.queue_offset, "commitLogOffset": self.commit_log_offset,
+        }
+
+
+class StoreRefused(ServiceNotAvailable):
+    """The store refused a delete marker or a rescheduled copy."""
 
 
 def _wall_clock_ms() -> int:
@@ -89,6 +113,8 @@ class TimerService:
         self._saved = TimerCheckpoint()
         self._tasks: list[asyncio.Task[None]] = []
         self._writing: asyncio.Future[None] | None = None
+        #: Timers cancelled by a delete marker since start (broker stats).
+        self.cancelled_count = 0
 
     # --- send path -------------------------------------------------------------------
 
@@ -96,20 +122,25 @@ class TimerService:
         """Route a message asking for a time. Returns True when it did (DELAY is then dropped).
 
         Raises `props.TimerPropertyError` for a malformed time or one beyond the
-        horizon. Prepared and rollback transaction records keep no time.
+        horizon. Prepared and rollback transaction records keep no time. A delete
+        marker (TIMER_DEL_UNIQKEY) always goes to the timer topic, whatever its
+        time: it is read there and never delivered.
         """
         properties = msg.properties
-        if not tp.has_timer(properties):
+        marker = tp.TIMER_DEL_UNIQKEY in properties
+        if not marker and not tp.has_timer(properties):
             return False
-        if not is_delayable(msg.sys_flag):
+        if not marker and not is_delayable(msg.sys_flag):
             tp.clear_request(properties)
             return False
         now = self.clock_ms()
         deliver = tp.delivery_time(properties, now, self.max_delay_ms)
         tp.clear_request(properties)
         properties.pop(mc.DELAY_TIME_LEVEL, None)
+        if marker:
+            deliver = now if deliver is None else max(deliver, now)
         assert deliver is not None
-        if deliver <= now:
+        if deliver <= now and not marker:
             return True
         properties[tp.TIMER_OUT_MS] = str(deliver)
         properties[tp.TIMER_ENQUEUE_MS] = str(now)
@@ -119,6 +150,82 @@ class TimerService:
         msg.queue_id = 0
         msg.tags_code = deliver
         return True
+
+    # --- inspect, cancel, reschedule -------------------------------------------------------
+
+    def pending(self, topic: str | None = None) -> list[PendingTimer]:
+        """Timers waiting (loaded, not delivered, not cancelled), by due time; of one real topic when given."""
+        out = []
+        for entry in self.index.pending():
+            real, _, uniq = entry.key.partition("+")
+            if topic is None or real == topic:
+                out.append(PendingTimer(real, uniq, entry.deliver_ms, entry.queue_offset, entry.commit_log_offset))
+        return out
+
+    def marker(self, topic: str, uniq_key: str, deliver_ms: int, store_host: str) -> MessageExtBrokerInner:
+        """The delete marker cancelling timer `uniq_key` of `topic` (RocketMQ 5's form), ready to store."""
+        msg = MessageExtBrokerInner(
+            topic=topic, body=b"0", flag=0,
+            properties={
+                tp.TIMER_DEL_UNIQKEY: tp.delete_key(topic, uniq_key),
+                tp.TIMER_DELIVER_MS: str(deliver_ms),
+                mc.TAGS: RECALL_TAG,
+            },
+            queue_id=0, store_host=store_host, born_host=store_host, born_timestamp=self.clock_ms(),
+        )
+        self.rewrite(msg)
+        msg.refresh_properties_string()
+        return msg
+
+    async def cancel(self, topic: str, uniq_key: str) -> PendingTimer | None:
+        """Store a delete marker for a pending timer. None when no such timer waits.
+
+        The marker is durable (a record of the timer topic); the timer is taken out
+        of the index when the marker is read back, a moment later.
+        """
+        entry = self.index.find(tp.delete_key(topic, uniq_key))
+        if entry is None:
+            return None
+        await self.put_marker(topic, uniq_key, entry.deliver_ms)
+        return PendingTimer(topic, uniq_key, entry.deliver_ms, entry.queue_offset, entry.commit_log_offset)
+
+    async def put_marker(self, topic: str, uniq_key: str, deliver_ms: int) -> None:
+        """Store the delete marker for timer `uniq_key` of `topic` (RECALL_MESSAGE does only this)."""
+        await self._put_checked(self.marker(topic, uniq_key, deliver_ms, self.store_host()))
+
+    async def reschedule(self, topic: str, uniq_key: str, deliver_ms: int) -> PendingTimer | None:
+        """Cancel a pending timer and store it again (same UNIQ_KEY, body and properties) due at
+        `deliver_ms` (at once when that time has passed). None when no such timer waits."""
+        entry = self.index.find(tp.delete_key(topic, uniq_key))
+        if entry is None:
+            return None
+        now = self.clock_ms()
+        if deliver_ms - now > self.max_delay_ms:
+            raise tp.TimerPropertyError(
+                f"new delivery time {deliver_ms} is more than {self.max_delay_ms // 1000}s "
+                f"(timerMaxDelaySec) ahead of the broker's time {now}"
+            )
+        found = self.store.select_one_message_by_offset(entry.commit_log_offset)
+        if found is None:
+            return None
+        with found:
+            stored = decode_record(found.buffer, decompress=False)
+        host = self.store_host()
+        again = restored_message(stored, host)
+        for name in (tp.TIMER_OUT_MS, tp.TIMER_ENQUEUE_MS, mc.REAL_TOPIC, mc.REAL_QUEUE_ID):
+            again.properties.pop(name, None)
+        again.properties[tp.TIMER_DELIVER_MS] = str(deliver_ms)
+        self.rewrite(again)
+        again.refresh_properties_string()
+        # The marker first: it cancels only timers stored before it, so not the new copy.
+        await self._put_checked(self.marker(topic, uniq_key, entry.deliver_ms, host))
+        await self._put_checked(again)
+        return PendingTimer(topic, uniq_key, deliver_ms, entry.queue_offset, entry.commit_log_offset)
+
+    async def _put_checked(self, msg: MessageExtBrokerInner) -> None:
+        result = await self.store.put_message(msg)
+        if not result.is_ok:
+            raise StoreRefused(f"timer record not stored: {result.status.value} {result.remark or ''}".strip())
 
     def notify(self, topic: str, queue_id: int, max_offset: int) -> None:
         if topic == tp.TIMER_TOPIC:
@@ -221,13 +328,26 @@ class TimerService:
                     log.error("timer queue entry %d is unreadable; skipped", queue_offset)
                     index.skip(queue_offset)
                     continue
-                deliver = tp.stored_delivery_time(stored.properties)
+                props = stored.properties
+                deleted = props.get(tp.TIMER_DEL_UNIQKEY)
+                if deleted is not None:
+                    # A delete marker: never indexed nor delivered; it cancels what it names.
+                    index.skip(queue_offset)
+                    if index.cancel(deleted) is not None:
+                        self.cancelled_count += 1
+                        log.info("timer %s cancelled by a delete marker", deleted)
+                    continue
+                deliver = tp.stored_delivery_time(props)
                 if deliver is None:
                     log.error("timer queue entry %d has no %s; skipped", queue_offset, tp.TIMER_OUT_MS)
                     index.skip(queue_offset)
                     continue
+                real, uniq = props.get(mc.REAL_TOPIC), props.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
                 index.load(
-                    TimerEntry(deliver, queue_offset, stored.commit_log_offset, stored.store_size, stored.store_timestamp)
+                    TimerEntry(
+                        deliver, queue_offset, stored.commit_log_offset, stored.store_size, stored.store_timestamp,
+                        tp.delete_key(real, uniq) if real and uniq else "",
+                    )
                 )
             index.scan_offset = max(index.scan_offset, result.next_begin_offset)
         # A read stops at the store's transfer limits, well before _LOAD_BATCH: more may be there.
