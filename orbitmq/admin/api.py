@@ -517,6 +517,38 @@ class AdminClient:
 
     # --- plain ACL (codes 50-54) ---------------------------------------------------
 
+    # --- timed messages (OrbitMQ's own codes, and RocketMQ 5.3's RECALL_MESSAGE) ---------------
+
+    async def list_timers(self, broker_addr: str, topic: str, max_count: int = 1000) -> list[dict[str, Any]]:
+        """Pending timed messages of `topic` on one broker, by due time:
+        dicts with topic, msgId (UNIQ_KEY), deliverMs, queueOffset, commitLogOffset."""
+        response = await self._call(
+            broker_addr, RequestCode.LIST_TIMER_MESSAGES, {"topic": topic, "maxCount": str(max_count)}
+        )
+        timers = wire.json_object(response.body_bytes()).get("timers") or []
+        return [dict(t) for t in timers if isinstance(t, dict)]
+
+    async def cancel_timer(self, broker_addr: str, topic: str, msg_id: str) -> dict[str, Any]:
+        """Cancel one pending timed message (durably); BrokerError 22 QUERY_NOT_FOUND when none waits."""
+        response = await self._call(broker_addr, RequestCode.CANCEL_TIMER_MESSAGE, {"topic": topic, "msgId": msg_id})
+        return dict(wire.json_object(response.body_bytes()))
+
+    async def reschedule_timer(self, broker_addr: str, topic: str, msg_id: str, deliver_ms: int) -> dict[str, Any]:
+        """Move one pending timed message to `deliver_ms` (same message id); QUERY_NOT_FOUND when none waits."""
+        response = await self._call(
+            broker_addr, RequestCode.RESCHEDULE_TIMER_MESSAGE,
+            {"topic": topic, "msgId": msg_id, "deliverMs": str(deliver_ms)},
+        )
+        return dict(wire.json_object(response.body_bytes()))
+
+    async def recall_message(self, broker_addr: str, topic: str, recall_handle: str, producer_group: str = "") -> str:
+        """RECALL_MESSAGE: cancel the timed message a send's recall handle names; returns its message id."""
+        fields = {"topic": topic, "recallHandle": recall_handle}
+        if producer_group:
+            fields["producerGroup"] = producer_group
+        response = await self._call(broker_addr, RequestCode.RECALL_MESSAGE, fields)
+        return (response.ext_fields or {}).get("msgId", "")
+
     async def update_acl_config(self, broker_addr: str, fields: Mapping[str, str]) -> None:
         """UPDATE_AND_CREATE_ACL_CONFIG: create or change one account (CreateAccessConfigRequestHeader fields)."""
         await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, fields)

@@ -61,6 +61,7 @@ from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.message import Message, MessageExt
 from orbitmq.common.msgid import UniqueIdGenerator
+from orbitmq.common.recall import parse_recall_handle
 from orbitmq.common.sysflag import COMPRESSED, TRANSACTION_PREPARED_TYPE
 from orbitmq.errors import (
     BrokerError,
@@ -69,7 +70,7 @@ from orbitmq.errors import (
     RemotingError,
     RequestTimeout,
 )
-from orbitmq.remoting.codes import RequestCode
+from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.header_base import parse_int
 from orbitmq.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader
 
@@ -447,6 +448,7 @@ class Producer(ClientService):
             queue_offset=header.queue_offset,
             region_id=header.msg_region or "DefaultRegion",
             trace_on=resp.field("TRACE_ON") != "false",  # as Java reads it: only "false" turns tracing off
+            recall_handle=resp.field("recallHandle") or "",
         )
         if self._tracer is not None and not batch:
             self._tracer.sent(msgs[0], result, addr, started)  # buffered; sent by the trace dispatcher
@@ -471,6 +473,18 @@ class Producer(ClientService):
 
     async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         return await self.lookups.search_offset(mq, timestamp_ms)
+
+    async def recall_message(self, topic: str, recall_handle: str) -> str:
+        """Cancel a timed message before it is due by the `recall_handle` its send returned
+        (RocketMQ 5.3's RECALL_MESSAGE); returns the message id. The broker refuses (604) a
+        handle that is malformed, of another topic, or of a message already due."""
+        broker_name = parse_recall_handle(recall_handle)[1]
+        addr = await self.instance.find_master_addr(broker_name, topic)
+        fields = {"producerGroup": self.group, "topic": topic, "recallHandle": recall_handle, "bname": broker_name}
+        resp = await self.instance.api.invoke(addr, RequestCode.RECALL_MESSAGE, fields)
+        if resp.code != ResponseCode.SUCCESS:
+            raise BrokerError.for_code(resp.code, resp.remark)
+        return resp.field("msgId") or ""
 
     async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
         return await self.lookups.earliest_msg_store_time(mq)

@@ -42,6 +42,8 @@ class SendResult:
     queue_offset: int
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    #: A timed message's recall handle (RocketMQ 5.3's `recallHandle`): `Producer.recall_message` takes it.
+    recall_handle: str = ""
 
 
 #: Pull response codes and what they mean to a client (§3.2).

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from orbitmq.broker.server import Broker
-from orbitmq.broker.timer.props import build_recall_handle, parse_recall_handle
+from orbitmq.common.recall import build_recall_handle, parse_recall_handle
 from orbitmq.errors import BrokerError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand

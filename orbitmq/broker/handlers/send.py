@@ -30,7 +30,7 @@ from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.broker.handlers.fields import Registry, integer
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
-from orbitmq.broker.timer.props import TIMER_DEL_UNIQKEY, TIMER_OUT_MS, TIMER_TOPIC, build_recall_handle
+from orbitmq.broker.timer.props import TIMER_DEL_UNIQKEY, TIMER_OUT_MS, TIMER_TOPIC
 from orbitmq.broker.timer.routing import refuse_waiting_batch
 from orbitmq.broker.topics import MULTI_TAG, PERM_READ, PERM_WRITE, TopicConfig, TopicTable
 from orbitmq.broker.transaction.messages import make_half
@@ -38,6 +38,7 @@ from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner, waits_for_store
+from orbitmq.common.recall import build_recall_handle
 from orbitmq.common.record import record_size
 from orbitmq.common.sysflag import MULTI_TAGS, TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
 from orbitmq.errors import (

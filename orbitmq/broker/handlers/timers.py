@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.handlers.fields import Registry, integer, text
-from orbitmq.broker.timer.props import ILLEGAL_OPERATION, parse_recall_handle
 from orbitmq.broker.timer.service import PendingTimer, TimerService
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common import jsonbody
+from orbitmq.common.recall import ILLEGAL_OPERATION, parse_recall_handle
 from orbitmq.errors import BrokerError, QueryNotFound, ServiceNotAvailable, TopicNotExist
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
