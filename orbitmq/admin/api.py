@@ -215,12 +215,15 @@ class AdminClient:
 
     # --- topics and brokers -------------------------------------------------------
 
-    async def create_topic(self, broker_addr: str, config: TopicConfig, default_topic: str = names.AUTO_CREATE_TOPIC_KEY_TOPIC) -> None:
-        """UPDATE_AND_CREATE_TOPIC with the config's queues, perm, filter type, sysflag and order."""
+    async def create_topic(
+        self, broker_addr: str, config: TopicConfig, default_topic: str = names.AUTO_CREATE_TOPIC_KEY_TOPIC, attributes: str | None = None
+    ) -> None:
+        """UPDATE_AND_CREATE_TOPIC with the config's queues, perm, filter type, sysflag and order;
+        `attributes` is RocketMQ 5's change list ("+name=value,-name")."""
         header = CreateTopicRequestHeader(
             topic=config.topic_name, default_topic=default_topic, read_queue_nums=config.read_queue_nums,
             write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,
-            order=config.order, topic_sys_flag=config.topic_sys_flag,
+            order=config.order, topic_sys_flag=config.topic_sys_flag, attributes=attributes,
         )
         await self._call(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
 

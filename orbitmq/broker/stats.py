@@ -62,6 +62,7 @@ class BrokerStats:
         self.get_yesterday_morning = 0
         self._group_gets: dict[tuple[str, str], int] = {}
         self._group_pulls: dict[tuple[str, str], int] = {}
+        self._expired: dict[tuple[str, str], int] = {}
         # Per window: (sample time, gets, pulls) snapshots, oldest first; the first one is the baseline.
         self._get_history: dict[int, deque[tuple[int, dict[tuple[str, str], int], dict[tuple[str, str], int]]]] = {
             w: deque([(self.boot_timestamp, {}, {})]) for w in GET_WINDOWS_MS
@@ -84,6 +85,15 @@ class BrokerStats:
         self.rpc: dict[tuple[int, int], RpcCounters] = {}
         #: (group, original topic) -> messages sent to the group's dead letter topic.
         self.dlq_puts: dict[tuple[str, str], int] = {}
+
+    def record_expired(self, group: str, topic: str, count: int) -> None:
+        """Messages a pull of `group` skipped because their TTL passed (broker/expiry.py)."""
+        key = (group, topic)
+        self._expired[key] = self._expired.get(key, 0) + count
+
+    def expired_counts(self) -> dict[tuple[str, str], int]:
+        """(group, topic) -> messages not delivered to the group because they expired, since start."""
+        return dict(self._expired)
 
     def record_put(self, count: int, topic: str = "", size: int = 0, message_type: str = "normal") -> None:
         """`count` messages of `size` bytes in all stored under `topic` (as stored, after

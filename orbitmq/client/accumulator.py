@@ -30,7 +30,7 @@ from orbitmq.errors import BrokerError, MessageValidationError
 #: property (delay, timer, transaction, request-reply, retry bookkeeping...) keeps a message out.
 _ITEM_PROPERTIES = frozenset({mc.KEYS, mc.TAGS, mc.WAIT_STORE_MSG_OK, mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX})
 _SPECIAL_PROPERTIES = (mc.RESERVED_NAMES - _ITEM_PROPERTIES) | {
-    mc.TIMER_DELIVER_MS, mc.TIMER_DELAY_SEC, mc.TIMER_DELAY_MS, mc.START_DELIVER_TIME,
+    mc.TIMER_DELIVER_MS, mc.TIMER_DELAY_SEC, mc.TIMER_DELAY_MS, mc.START_DELIVER_TIME, mc.TTL_MS,
 }
 
 #: Sends one batch (at least two messages) and returns the batch's own result.

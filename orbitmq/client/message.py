@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from orbitmq.common.message import Message as _Message
 from orbitmq.common.message import MessageExt
-from orbitmq.common.properties import TIMER_DELAY_MS, TIMER_DELIVER_MS
+from orbitmq.common.properties import TIMER_DELAY_MS, TIMER_DELIVER_MS, TTL_MS
 from orbitmq.errors import MessageValidationError
 
 __all__ = ["Message", "MessageExt"]
@@ -33,6 +33,7 @@ class Message(_Message):
         delay_time_level: int = 0,
         deliver_time_ms: int | None = None,
         delay_ms: int | None = None,
+        ttl_ms: int | None = None,
         wait_store_msg_ok: bool = True,
     ) -> None:
         super().__init__(topic, bytes(body), flag, {})
@@ -54,6 +55,11 @@ class Message(_Message):
             if delay_ms < 0:
                 raise MessageValidationError(f"delay_ms must not be negative, not {delay_ms}")
             self.properties[TIMER_DELAY_MS] = str(int(delay_ms))
+        # OrbitMQ's time-to-live: not delivered once `ttl_ms` passed after the broker stored it.
+        if ttl_ms is not None:
+            if ttl_ms <= 0:
+                raise MessageValidationError(f"ttl_ms must be positive, not {ttl_ms}")
+            self.properties[TTL_MS] = str(int(ttl_ms))
         # Java's Message constructor always sets WAIT; brokers treat absent as true anyway.
         self.wait_store_msg_ok = wait_store_msg_ok
         for name, value in (properties or {}).items():

@@ -59,6 +59,8 @@ START_DELIVER_TIME: Final = "__STARTDELIVERTIME"
 TIMER_DELIVER_MS: Final = "TIMER_DELIVER_MS"
 TIMER_DELAY_SEC: Final = "TIMER_DELAY_SEC"
 TIMER_DELAY_MS: Final = "TIMER_DELAY_MS"
+#: OrbitMQ's own: a message's time-to-live in ms from its store time (broker/expiry.py).
+TTL_MS: Final = "ORBITMQ_TTL_MS"
 # OrbitMQ's dead-letter bookkeeping (not RocketMQ names; other clients carry them as user properties).
 #: The last consumer exception text of a message sent back for retry or to the DLQ (truncated).
 ORBITMQ_LAST_ERROR: Final = "ORBITMQ_LAST_ERROR"

@@ -32,6 +32,14 @@ class TopicConfig:
     topic_filter_type: str = SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
+    #: RocketMQ 5's topic attributes (name, value), sorted; OrbitMQ reads `orbitmq.ttl.ms` (broker/expiry.py).
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    def attribute(self, name: str) -> str | None:
+        for key, value in self.attributes:
+            if key == name:
+                return value
+        return None
 
     @property
     def readable(self) -> bool:
@@ -55,7 +63,7 @@ class TopicConfig:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "order": self.order,
             "perm": self.perm,
             "readQueueNums": self.read_queue_nums,
@@ -64,6 +72,9 @@ class TopicConfig:
             "topicSysFlag": self.topic_sys_flag,
             "writeQueueNums": self.write_queue_nums,
         }
+        if self.attributes:
+            out["attributes"] = dict(self.attributes)
+        return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], name: str | None = None) -> TopicConfig:
@@ -83,4 +94,13 @@ class TopicConfig:
             topic_filter_type=get_str(obj, "topicFilterType", "") or SINGLE_TAG,
             topic_sys_flag=get_int(obj, "topicSysFlag", 0),
             order=get_bool(obj, "order", False),
+            attributes=_attributes(obj.get("attributes")),
         )
+
+
+def _attributes(raw: object) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise JsonFieldError(f"attributes is not an object: {raw!r}")
+    return tuple(sorted((str(k), str(v)) for k, v in raw.items()))

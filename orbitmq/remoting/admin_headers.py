@@ -25,6 +25,8 @@ class CreateTopicRequestHeader(CommandHeader):
     topic_filter_type: str  # SINGLE_TAG or MULTI_TAG
     order: bool
     topic_sys_flag: int | None = None
+    #: RocketMQ 5: attribute changes, "+name=value,-name" (OrbitMQ reads orbitmq.ttl.ms).
+    attributes: str | None = None
 
 
 @header

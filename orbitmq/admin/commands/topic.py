@@ -41,11 +41,13 @@ def validated_topic(topic: str) -> str:
 @click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
               help="Permission bits: 4 read, 2 write, 1 inherit.")
 @click.option("-o", "--order", type=click.BOOL, default=False, show_default=True, help="Ordered topic (true/false).")
+@click.option("-a", "--attributes", help="Attribute changes, RocketMQ 5's form: +name=value,-name "
+              "(e.g. +orbitmq.ttl.ms=60000, the topic's default message TTL).")
 @namesrv_option
 @timeout_option
 def update_topic(
     topic: str, broker_addr: str | None, cluster: str | None, read_queues: int, write_queues: int,
-    perm: int, order: bool, namesrv: str | None, timeout: float,
+    perm: int, order: bool, attributes: str | None, namesrv: str | None, timeout: float,
 ) -> None:
     """Create a topic or change its queue counts and permission."""
     validated_topic(topic)
@@ -60,7 +62,7 @@ def update_topic(
             assert cluster is not None
             targets = await admin.cluster_masters(cluster)
         for addr in targets.values():
-            await admin.create_topic(addr, config)
+            await admin.create_topic(addr, config, attributes=attributes)
             click.echo(f"create topic to {addr} success.")
         if order and cluster:
             # Ordered topics pin their queues through the NameServer's KV table.

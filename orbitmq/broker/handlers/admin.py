@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.expiry import apply_attribute_changes
 from orbitmq.broker.handlers.fields import (
     Registry,
     boolean,
@@ -96,12 +97,19 @@ class AdminHandlers:
             filter_type,
             integer(request, "topicSysFlag", 0),
             boolean(request, "order"),
+            self._attributes(topic, optional_text(request, "attributes")),
         )
         if self.topics.put(config):
             # Registered before the answer, as RocketMQ's registerIncrementBrokerData: whoever created
             # the topic can look its route up as soon as this returns.
             await self.topics_registered()
         return request.response(ResponseCode.SUCCESS)
+
+    def _attributes(self, topic: str, changes: str | None) -> tuple[tuple[str, str], ...]:
+        """RocketMQ 5's `attributes` field ("+name=value,-name") applied to the topic's current ones."""
+        existing = self.topics.get(topic)
+        current = existing.attributes if existing is not None else ()
+        return current if changes is None else apply_attribute_changes(current, changes)
 
     async def delete_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         topic = topic_field(request)

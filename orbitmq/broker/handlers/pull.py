@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry, Subscription
+from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, ExpiryCounter, ExpiryFilter, topic_ttl
 from orbitmq.broker.handlers.fields import (
     MAX_OFFSET,
     Registry,
@@ -124,7 +126,11 @@ class PullHandler:
         groups_changed: Callable[[], None],
         stats: BrokerStats | None = None,
         filters: ConsumerFilterTable | None = None,
+        clock_ms: Callable[[], int] | None = None,
     ) -> None:
+        #: The broker's clock: what message TTLs are measured against (broker/expiry.py).
+        self.clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self.expiry = ExpiryCounter(stats.record_expired if stats is not None else lambda g, t, n: None)
         #: Tag and SQL92 filters (broker/sqlfilter.py); SQL92 selectors are compiled once per version.
         self.filters = filters if filters is not None else ConsumerFilterTable(
             lambda: live.value.enable_property_filter
@@ -208,6 +214,12 @@ class PullHandler:
         subscription = self._subscription(request, group, topic, sys_flag)
         await self.filters.precompile(subscription.expression_type, subscription.sub_string)
         message_filter = self.filters.filter_for(group, subscription)
+        expiry: ExpiryFilter | None = None
+        if topic_config.attributes:
+            default_ttl = topic_ttl(topic_config.attribute(TOPIC_TTL_ATTRIBUTE))
+            if default_ttl is not None:
+                expiry = self.expiry.filter(message_filter, default_ttl, self.clock_ms, group, topic, queue_id)
+                message_filter = expiry
 
         if sys_flag & PullSysFlag.COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
             commit_offset = integer(request, "commitOffset", -1)
@@ -230,6 +242,8 @@ class PullHandler:
                 topic, queue_id, offset, request, result, message_filter, max_nums, group, peer.id
             )
             code = response_code(result, offset)
+        if expiry is not None:
+            self.expiry.done(expiry, group, topic, queue_id)
         if self.stats is not None and result.message_count:
             self.stats.record_get(
                 group, topic, result.message_count, result.buffer_total_size, queue_id, result.next_begin_offset

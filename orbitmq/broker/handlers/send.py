@@ -23,10 +23,12 @@ import random
 import struct
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from orbitmq.broker.autocreate import AutoCreateLimiter
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.diskstate import WriteHealth
+from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, apply_attribute_changes, message_ttl
 from orbitmq.broker.handlers.fields import Registry, integer
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
@@ -367,6 +369,8 @@ class SendHandlers:
         # The properties are decoded here once, to the map the broker edits, and encoded once below;
         # the store checks the encoded size (one check) and writes those bytes.
         properties = mc.decode_properties(header.properties) if header.properties else {}
+        if mc.TTL_MS in properties:
+            topic_config = self._expiring(topic_config, properties)
         reconsume_times = header.reconsume_times or 0
         sys_flag = header.sys_flag
         if topic_config.topic_filter_type == MULTI_TAG:
@@ -445,6 +449,19 @@ class SendHandlers:
             if self.stats is not None:
                 self.stats.record_put(1, msg.topic, len(body), _message_type(sys_flag, msg.topic, topic))
         return response
+
+    def _expiring(self, topic_config: TopicConfig, properties: dict[str, str]) -> TopicConfig:
+        """A message with a TTL: checked, and its topic marked for pull-time TTL checks (broker/expiry.py)."""
+        message_ttl(properties)  # a malformed TTL raises MessageIllegal
+        if topic_config.attribute(TOPIC_TTL_ATTRIBUTE) is not None:
+            return topic_config
+        marked = replace(
+            topic_config,
+            attributes=apply_attribute_changes(topic_config.attributes, f"+{TOPIC_TTL_ATTRIBUTE}=0"),
+        )
+        self.topics.put(marked)
+        self.topics_changed()
+        return marked
 
     def _retry_or_dlq(
         self,
