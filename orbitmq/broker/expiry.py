@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from orbitmq.common.message import MessageExt
 from orbitmq.common.properties import TTL_MS
 from orbitmq.common.record import decode_record
 from orbitmq.errors import MessageIllegal, OrbitMQError, SystemError_
@@ -27,6 +28,13 @@ from orbitmq.store.api import MessageFilter
 
 TTL_PROPERTY: Final = TTL_MS
 TOPIC_TTL_ATTRIBUTE: Final = "orbitmq.ttl.ms"
+#: Group attribute: what becomes of a message that expired before the group consumed it.
+EXPIRED_POLICY_ATTRIBUTE: Final = "orbitmq.expired.policy"
+#: Skipped (the default) / sent to the group's %DLQ% (flagged with EXPIRED_PROPERTY) when first skipped.
+POLICY_DROP: Final = "DROP"
+POLICY_DLQ: Final = "DLQ"
+#: Set on a dead letter that expired: the deadline it missed, ms since the epoch.
+EXPIRED_PROPERTY: Final = "ORBITMQ_EXPIRED_AT_MS"
 
 
 def message_ttl(properties: Mapping[str, str]) -> int | None:
@@ -85,11 +93,14 @@ class ExpiryFilter:
     after the read.
     """
 
-    __slots__ = ("clock_ms", "counted_below", "default_ttl", "expired", "inner")
+    __slots__ = ("clock_ms", "counted_below", "dead", "default_ttl", "expired", "inner")
 
     def __init__(
-        self, inner: MessageFilter, default_ttl: int, clock_ms: Callable[[], int], counted_below: int
+        self, inner: MessageFilter, default_ttl: int, clock_ms: Callable[[], int], counted_below: int,
+        keep_dead: bool = False,
     ) -> None:
+        #: With the DLQ policy: each newly expired message, whole, with the deadline it missed.
+        self.dead: list[tuple[MessageExt, int]] | None = [] if keep_dead else None
         self.inner = inner
         self.default_ttl = default_ttl
         self.clock_ms = clock_ms
@@ -115,6 +126,8 @@ class ExpiryFilter:
             if msg.queue_offset >= self.counted_below:
                 self.expired += 1
                 self.counted_below = msg.queue_offset + 1
+                if self.dead is not None:
+                    self.dead.append((decode_record(record, decompress=False), msg.store_timestamp + ttl))
             return False
         return self.inner.is_matched_by_commit_log(record, msg.properties)
 
@@ -127,8 +140,9 @@ class ExpiryCounter:
         self._counted: dict[tuple[str, str, int], int] = {}
 
     def filter(self, inner: MessageFilter, default_ttl: int, clock_ms: Callable[[], int], group: str, topic: str,
-               queue_id: int) -> ExpiryFilter:
-        return ExpiryFilter(inner, default_ttl, clock_ms, self._counted.get((group, topic, queue_id), 0))
+               queue_id: int, keep_dead: bool = False) -> ExpiryFilter:
+        counted = self._counted.get((group, topic, queue_id), 0)
+        return ExpiryFilter(inner, default_ttl, clock_ms, counted, keep_dead)
 
     def done(self, f: ExpiryFilter, group: str, topic: str, queue_id: int) -> None:
         if f.expired:

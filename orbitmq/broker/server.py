@@ -389,7 +389,7 @@ class Broker:
         PullHandler(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,
             offsets=self.offsets, store=store, waiters=self.waiters, groups_changed=self._groups_changed,
-            stats=self.stats, filters=self.filters, clock_ms=self.clock_ms,
+            stats=self.stats, filters=self.filters, clock_ms=self.clock_ms, topics_changed=self._topics_changed,
         ).register(registry)
         OffsetHandlers(offsets=self.offsets, store=store, topics=self.topics).register(registry)
         QueryHandlers(live=self.live, store=store).register(registry)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orbitmq.common.jsonfields import get_bool, get_int, get_name, json_object
+from orbitmq.common.topic_config import attributes_from_json
 
 #: Broker id of a master (consumers read from it unless told otherwise).
 MASTER_ID = 0
@@ -28,9 +29,14 @@ class SubscriptionGroupConfig:
     broker_id: int = MASTER_ID
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    #: RocketMQ 5's group attributes (name, value), sorted; OrbitMQ reads `orbitmq.expired.policy`.
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    def attribute(self, name: str) -> str | None:
+        return dict(self.attributes).get(name)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "brokerId": self.broker_id,
             "consumeBroadcastEnable": self.consume_broadcast_enable,
             "consumeEnable": self.consume_enable,
@@ -41,6 +47,9 @@ class SubscriptionGroupConfig:
             "retryQueueNums": self.retry_queue_nums,
             "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
         }
+        if self.attributes:
+            out["attributes"] = dict(self.attributes)
+        return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> SubscriptionGroupConfig:
@@ -56,4 +65,5 @@ class SubscriptionGroupConfig:
             broker_id=get_int(obj, "brokerId", MASTER_ID),
             which_broker_when_consume_slowly=get_int(obj, "whichBrokerWhenConsumeSlowly", 1),
             notify_consumer_ids_changed_enable=get_bool(obj, "notifyConsumerIdsChangedEnable", True),
+            attributes=attributes_from_json(obj.get("attributes")),
         )

@@ -94,11 +94,11 @@ class TopicConfig:
             topic_filter_type=get_str(obj, "topicFilterType", "") or SINGLE_TAG,
             topic_sys_flag=get_int(obj, "topicSysFlag", 0),
             order=get_bool(obj, "order", False),
-            attributes=_attributes(obj.get("attributes")),
+            attributes=attributes_from_json(obj.get("attributes")),
         )
 
 
-def _attributes(raw: object) -> tuple[tuple[str, str], ...]:
+def attributes_from_json(raw: object) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):

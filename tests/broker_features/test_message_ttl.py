@@ -103,3 +103,30 @@ def test_attribute_changes_follow_rocketmq_5s_form() -> None:
     for bad in ("b=2", "+b", "-", "+orbitmq.ttl.ms=-1"):
         with pytest.raises(SystemError_):
             apply_attribute_changes((), bad)
+
+
+async def test_with_the_dlq_policy_an_expired_message_goes_to_the_groups_dlq_once(
+    tmp_path: Path, client: RemotingClient
+) -> None:
+    clock = Clock()
+    async with Broker(make_config(tmp_path), clock_ms=clock) as broker:
+        addr = addr_of(broker)
+        await create_topic(client, addr, "E")
+        body = {"groupName": "Keeper", "attributes": {"orbitmq.expired.policy": "DLQ"}}
+        response = await request(client, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        bad = await request(client, addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                            body={"groupName": "Odd", "attributes": {"orbitmq.expired.policy": "KEEP"}})
+        assert bad.code == ResponseCode.SYSTEM_ERROR
+        await send_v2(client, addr, "E", b"late", props(ORBITMQ_TTL_MS="1000", KEYS="k1"))
+        await send_v2(client, addr, "E", b"fine", props())
+        clock.ahead_ms = 5_000
+        assert await pulled(client, addr, "E", "Keeper") == ([b"fine"], 2)
+        assert await pulled(client, addr, "E", "Keeper") == ([b"fine"], 2)  # pulled again: not sent twice
+        assert await pulled(client, addr, "E", "Dropper") == ([b"fine"], 2)
+        response = await pull(client, addr, "%DLQ%Keeper", "Inspect", 0)
+        letters = records(response)
+        assert [(m.body, m.properties["RETRY_TOPIC"], m.keys) for m in letters] == [(b"late", "E", ["k1"])]
+        assert int(letters[0].properties["ORBITMQ_EXPIRED_AT_MS"]) <= clock()
+        assert "%DLQ%Dropper" not in broker.topics
+        assert broker.stats.expired_counts() == {("Keeper", "E"): 1, ("Dropper", "E"): 1}

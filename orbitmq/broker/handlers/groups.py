@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry
+from orbitmq.broker.expiry import EXPIRED_POLICY_ATTRIBUTE, POLICY_DLQ, POLICY_DROP
 from orbitmq.broker.handlers.fields import (
     Registry,
     boolean,
@@ -100,6 +101,9 @@ class GroupHandlers:
             config = SubscriptionGroupConfig.from_json(data)
         except (ValueError, TypeError, AttributeError):
             raise SystemError_(f"bad SubscriptionGroupConfig of group {raw_name}") from None
+        policy = config.attribute(EXPIRED_POLICY_ATTRIBUTE)
+        if policy not in (None, POLICY_DROP, POLICY_DLQ):
+            raise SystemError_(f"attribute {EXPIRED_POLICY_ATTRIBUTE}={policy!r} must be {POLICY_DROP} or {POLICY_DLQ}")
         if self.groups.put(config):
             self.groups_changed()
         return request.response(ResponseCode.SUCCESS)

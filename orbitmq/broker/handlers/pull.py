@@ -13,13 +13,22 @@ slices are released after the write.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections.abc import Callable
 
 from orbitmq.broker.config import LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry, Subscription
-from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, ExpiryCounter, ExpiryFilter, topic_ttl
+from orbitmq.broker.expiry import (
+    EXPIRED_POLICY_ATTRIBUTE,
+    EXPIRED_PROPERTY,
+    POLICY_DLQ,
+    TOPIC_TTL_ATTRIBUTE,
+    ExpiryCounter,
+    ExpiryFilter,
+    topic_ttl,
+)
 from orbitmq.broker.handlers.fields import (
     MAX_OFFSET,
     Registry,
@@ -36,8 +45,11 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subcache import BoundedCache, expression_too_long, text_size
 from orbitmq.broker.subscriptions import SubscriptionGroupTable
 from orbitmq.broker.topics import TopicTable
-from orbitmq.common.hashing import java_string_hash
-from orbitmq.common.names import PERM_READ
+from orbitmq.common import names
+from orbitmq.common import properties as mc
+from orbitmq.common.hashing import java_string_hash, tag_hash_code
+from orbitmq.common.message import MessageExt, MessageExtBrokerInner
+from orbitmq.common.names import PERM_READ, PERM_WRITE
 from orbitmq.errors import (
     NoPermission,
     SubscriptionGroupNotExist,
@@ -58,6 +70,8 @@ from orbitmq.store.config import BrokerRole
 
 #: A waiter offset no dispatch reaches: short polling parks for its whole time.
 NEVER_WOKEN = 1 << 63
+
+log = logging.getLogger("orbitmq.broker.pull")
 
 
 def _int32(value: int) -> int:
@@ -127,7 +141,9 @@ class PullHandler:
         stats: BrokerStats | None = None,
         filters: ConsumerFilterTable | None = None,
         clock_ms: Callable[[], int] | None = None,
+        topics_changed: Callable[[], None] | None = None,
     ) -> None:
+        self.topics_changed = topics_changed
         #: The broker's clock: what message TTLs are measured against (broker/expiry.py).
         self.clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
         self.expiry = ExpiryCounter(stats.record_expired if stats is not None else lambda g, t, n: None)
@@ -218,7 +234,8 @@ class PullHandler:
         if topic_config.attributes:
             default_ttl = topic_ttl(topic_config.attribute(TOPIC_TTL_ATTRIBUTE))
             if default_ttl is not None:
-                expiry = self.expiry.filter(message_filter, default_ttl, self.clock_ms, group, topic, queue_id)
+                keep = group_config.attribute(EXPIRED_POLICY_ATTRIBUTE) == POLICY_DLQ
+                expiry = self.expiry.filter(message_filter, default_ttl, self.clock_ms, group, topic, queue_id, keep)
                 message_filter = expiry
 
         if sys_flag & PullSysFlag.COMMIT_OFFSET and config.store.broker_role is not BrokerRole.SLAVE:
@@ -243,6 +260,8 @@ class PullHandler:
             )
             code = response_code(result, offset)
         if expiry is not None:
+            if expiry.dead:
+                await self._dead_letter(group, expiry.dead)
             self.expiry.done(expiry, group, topic, queue_id)
         if self.stats is not None and result.message_count:
             self.stats.record_get(
@@ -258,6 +277,29 @@ class PullHandler:
                 else group_config.broker_id
             )
         return self._respond(request, result, code, suggest)
+
+    async def _dead_letter(self, group: str, dead: list[tuple[MessageExt, int]]) -> None:
+        """The DLQ policy: expired messages go to %DLQ%<group>, as a consumer's retries would send them."""
+        dlq = names.dlq_topic(group)
+        if dlq not in self.topics:
+            self.topics.ensure(dlq, 1, PERM_READ | PERM_WRITE)
+            if self.topics_changed is not None:
+                self.topics_changed()
+        host = self.live.value.broker_addr
+        for msg, deadline in dead:
+            properties = dict(msg.properties)
+            properties.setdefault(mc.RETRY_TOPIC, msg.topic)
+            properties.setdefault(mc.ORIGIN_MESSAGE_ID, msg.msg_id)
+            properties[EXPIRED_PROPERTY] = str(deadline)
+            letter = MessageExtBrokerInner(
+                dlq, msg.body, msg.flag, properties, queue_id=0, sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp, born_host=msg.born_host, store_host=host,
+                reconsume_times=msg.reconsume_times, tags_code=tag_hash_code(properties.get(mc.TAGS)),
+            )
+            letter.refresh_properties_string()
+            result = await self.store.put_message(letter)
+            if not result.is_ok:
+                log.warning("expired message %s not sent to %s: %s", msg.msg_id, dlq, result.status.value)
 
     async def _hold(
         self,
