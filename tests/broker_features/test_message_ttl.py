@@ -7,7 +7,6 @@ The broker's clock is injected: a test moves it forward instead of sleeping unti
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,15 +28,6 @@ class Clock:
 
     def __call__(self) -> int:
         return time.time_ns() // 1_000_000 + self.ahead_ms
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 async def pulled(client: RemotingClient, addr: str, topic: str, group: str) -> tuple[list[bytes], int]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +23,6 @@ from tests.broker.helpers import FLAG_SUBSCRIPTION, FLAG_SUSPEND, props, pull, r
 from tests.broker_features.inproc import addr_of, create_topic, drain, make_config
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def now_ms() -> int:
