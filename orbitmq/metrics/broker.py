@@ -129,7 +129,12 @@ class BrokerMetrics:
                            ("consumer_group", "topic", "is_system"))
         for (group, topic), count in list(stats.dlq_puts.items()):
             dlq.add((group, topic, flag(names.is_system_group(group))), count)
-        return [messages, throughput, size, out_messages, out_bytes, dlq]
+        expired = self._family("orbitmq_expired_messages_total", "counter",
+                               "Messages a group's pulls skipped (or sent to its DLQ) because their TTL passed.",
+                               ("consumer_group", "topic"))
+        for (group, topic), count in list(stats.expired_counts().items()):
+            expired.add((group, topic), count)
+        return [messages, throughput, size, out_messages, out_bytes, dlq, expired]
 
     def _rpc(self) -> list[Family]:
         rpc = self._family("rocketmq_rpc_latency_milliseconds", "histogram",

@@ -14,6 +14,7 @@ import pytest
 from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, apply_attribute_changes
 from orbitmq.broker.server import Broker
 from orbitmq.errors import SystemError_
+from orbitmq.metrics.broker import BrokerMetrics
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import props, pull, records, request, send_v2
@@ -57,6 +58,8 @@ async def test_a_message_past_its_ttl_is_skipped_at_pull_and_counted_once(tmp_pa
         clock.ahead_ms = 120_000
         assert await pulled(client, addr, "T", "Later") == ([b"none"], 3)
         assert broker.stats.expired_counts() == {("Late", "T"): 1, ("Later", "T"): 2}
+        family = next(f for f in BrokerMetrics(broker)() if f.name == "orbitmq_expired_messages_total")
+        assert sorted((tuple(v), n) for v, n in family.rows) == [(("Late", "T"), 1), (("Later", "T"), 2)]
         bad = await send_v2(client, addr, "T", b"x", props(ORBITMQ_TTL_MS="soon"))
         assert bad.code == ResponseCode.MESSAGE_ILLEGAL and "ORBITMQ_TTL_MS" in (bad.remark or "")
 
