@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from orbitmq.admin.cli import admin_group
 from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PushConsumer
-from tests.admin.devcluster import start_dev
 from tests.client.helpers import create_topic, wait_until
+from tests.support.dev import start_dev
 
 pytestmark = pytest.mark.timeout(120)
 
