@@ -40,6 +40,9 @@ from orbitmq.remoting.loop import run
 #: `orbitmq dev` keeps CommitLog files smaller than RocketMQ's 1 GiB so a first start
 #: does not pre-touch a gigabyte on a laptop; the format is the same.
 DEV_COMMIT_LOG_FILE_SIZE = 128 * 1024 * 1024
+#: `orbitmq dev`'s duplicate window (broker/dedup.py): ten minutes covers a client's retries and a
+#: Spark micro-batch replayed after a driver restart.
+DEV_DUPLICATE_WINDOW_SECONDS = 600
 
 
 async def serve_dev(
@@ -106,7 +109,11 @@ def dev_command(
     verbose: bool,
 ) -> None:
     """Run a NameServer and a Broker in one process, for development."""
-    props: dict[str, str] = {"mappedFileSizeCommitLog": str(DEV_COMMIT_LOG_FILE_SIZE)}
+    props: dict[str, str] = {
+        "mappedFileSizeCommitLog": str(DEV_COMMIT_LOG_FILE_SIZE),
+        # Idempotent sends are on in development: a retried send is never stored twice.
+        "duplicateDetectionWindowSeconds": str(DEV_DUPLICATE_WINDOW_SECONDS),
+    }
     props.update(read_config_file(config_file))
     props.update(
         {

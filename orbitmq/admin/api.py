@@ -218,8 +218,13 @@ class AdminClient:
     async def create_topic(
         self, broker_addr: str, config: TopicConfig, default_topic: str = names.AUTO_CREATE_TOPIC_KEY_TOPIC, attributes: str | None = None
     ) -> None:
-        """UPDATE_AND_CREATE_TOPIC with the config's queues, perm, filter type, sysflag and order;
-        `attributes` is RocketMQ 5's change list ("+name=value,-name")."""
+        """UPDATE_AND_CREATE_TOPIC with the config's queues, perm, filter type, sysflag and order.
+
+        `attributes` changes topic attributes ("+name=value,-name"); the config's own are sent as
+        "+name=value" items when it is None. Attributes not named are kept by the broker.
+        """
+        if attributes is None and config.attributes:
+            attributes = ",".join(f"+{name}={value}" for name, value in config.attributes)
         header = CreateTopicRequestHeader(
             topic=config.topic_name, default_topic=default_topic, read_queue_nums=config.read_queue_nums,
             write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,

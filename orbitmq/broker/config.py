@@ -140,6 +140,13 @@ class BrokerConfig:
     #: A slave serves pulls only when this is on; on a master it lets pulls be told to go
     #: to the slave when the consumer lags far behind (suggestWhichBrokerId).
     slave_read_enable: bool = False
+    #: Idempotent sends (not RocketMQ keys; broker/dedup.py): within this many seconds a second send
+    #: with the same UNIQ_KEY to the same topic answers the first send's result instead of storing
+    #: again. 0 (off) keeps RocketMQ's behaviour; a topic's attribute of the same name overrides it;
+    #: `orbitmq dev` turns it on.
+    duplicate_detection_window_seconds: int = 0
+    #: Most ids the duplicate window remembers; past it the oldest are forgotten early.
+    duplicate_detection_max_entries: int = 1_000_000
     #: Seconds a clean shutdown waits for in-flight requests.
     shutdown_drain_seconds: float = 5.0
     #: Bytes the client and VIP listeners' connections may hold together in unfinished frames
@@ -268,6 +275,10 @@ class BrokerConfig:
             raise ConfigError("brokerRole=SLAVE needs a brokerId greater than 0")
         if not self.broker_name or not self.broker_cluster_name:
             raise ConfigError("brokerName and brokerClusterName must not be empty")
+        if not 0 <= self.duplicate_detection_window_seconds <= 604_800:
+            raise ConfigError("duplicateDetectionWindowSeconds must be in 0..604800 (7 days)")
+        if self.duplicate_detection_max_entries <= 0:
+            raise ConfigError("duplicateDetectionMaxEntries must be positive")
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be positive")
         if bool(self.broker_access_key) != bool(self.broker_secret_key):

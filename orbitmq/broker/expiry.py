@@ -23,11 +23,12 @@ from typing import Final
 from orbitmq.common.message import MessageExt
 from orbitmq.common.properties import TTL_MS
 from orbitmq.common.record import decode_record
-from orbitmq.errors import MessageIllegal, OrbitMQError, SystemError_
+from orbitmq.common.topic_config import TTL_ATTRIBUTE
+from orbitmq.errors import MessageIllegal, OrbitMQError
 from orbitmq.store.api import MessageFilter
 
 TTL_PROPERTY: Final = TTL_MS
-TOPIC_TTL_ATTRIBUTE: Final = "orbitmq.ttl.ms"
+TOPIC_TTL_ATTRIBUTE: Final = TTL_ATTRIBUTE
 #: Group attribute: what becomes of a message that expired before the group consumed it.
 EXPIRED_POLICY_ATTRIBUTE: Final = "orbitmq.expired.policy"
 #: Skipped (the default) / sent to the group's %DLQ% (flagged with EXPIRED_PROPERTY) when first skipped.
@@ -61,28 +62,6 @@ def topic_ttl(value: str | None) -> int | None:
         return 0
 
 
-def apply_attribute_changes(existing: tuple[tuple[str, str], ...], text: str) -> tuple[tuple[str, str], ...]:
-    """RocketMQ 5's attribute change list ("+name=value,-name") applied to `existing`.
-
-    Raises SystemError_ (RocketMQ's answer to a bad attribute) naming the item at fault.
-    """
-    attrs = dict(existing)
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        op, body = item[0], item[1:]
-        if op == "+":
-            name, sep, value = body.partition("=")
-            if not sep or not name:
-                raise SystemError_(f"attribute {item!r} is not +name=value")
-            if name == TOPIC_TTL_ATTRIBUTE and not (value.isdigit() and int(value) <= 2**53):
-                raise SystemError_(f"attribute {TOPIC_TTL_ATTRIBUTE}={value!r} must be milliseconds (0 for none)")
-            attrs[name] = value
-        elif op == "-" and body and "=" not in body:
-            attrs.pop(body, None)
-        else:
-            raise SystemError_(f"attribute {item!r} is not +name=value or -name")
-    return tuple(sorted(attrs.items()))
 
 
 class ExpiryFilter:

@@ -33,6 +33,7 @@ from orbitmq.broker.acl.handlers import AclHandlers
 from orbitmq.broker.acl.validator import AclValidator
 from orbitmq.broker.config import BrokerConfig, LiveConfig
 from orbitmq.broker.consumers import ConsumerRegistry
+from orbitmq.broker.dedup import SendDeduplicator
 from orbitmq.broker.diskstate import DISK_FULL_REMARK, WriteHealth, is_disk_full
 from orbitmq.broker.ha import Replication
 from orbitmq.broker.ha.metasync import MetadataSync, register_delay_offset
@@ -249,6 +250,8 @@ class Broker:
         self.filters = ConsumerFilterTable(lambda: self.live.value.enable_property_filter)
         #: Half messages, END_TRANSACTION and transaction checks (broker/transaction/).
         self.transactions: TransactionService | None = None
+        #: The duplicate window of idempotent sends (broker/dedup.py), made when the handlers are.
+        self.dedup: SendDeduplicator | None = None
         #: Master/slave replication for the store's brokerRole (broker/ha/).
         self.replication: Replication | None = None
 
@@ -374,8 +377,11 @@ class Broker:
 
     def _wire_handlers(self, registry: _TrackingRegistry, store: MessageStore) -> None:
         config = self.live.value
+        # Idempotent sends: the duplicate window, rebuilt from the CommitLog tail it covers.
+        self.dedup = SendDeduplicator(self.live, self.topics, self.clock_ms)
+        self.dedup.rebuild(store)
         SendHandlers(
-            live=self.live, topics=self.topics, groups=self.groups, store=store,
+            dedup=self.dedup, live=self.live, topics=self.topics, groups=self.groups, store=store,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
             gate=self.send_gate, before_put=self._delay_routing(), store_health=self.store_health,
             replica_wait=self.replication.wait_for_slave if self.replication and self.replication.sync_master else None,

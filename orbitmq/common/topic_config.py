@@ -5,6 +5,11 @@ NameServer (the topics a broker registers, §4.5/§4.6) and the admin tools
 (`updateTopic`). Field order and defaults are RocketMQ's: 16 read and 16
 write queues (TopicConfig.defaultReadQueueNums/defaultWriteQueueNums), perm
 read+write, SINGLE_TAG, no sysflag, not ordered.
+
+`attributes` are RocketMQ 5's topic attributes (``"attributes": {...}`` in
+topics.json, ``+key=value`` in UPDATE_AND_CREATE_TOPIC's `attributes` field);
+a 4.x topic has none and its JSON form carries no such member. The names
+OrbitMQ knows are in `TOPIC_ATTRIBUTES`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,27 @@ MULTI_TAG = "MULTI_TAG"
 DEFAULT_READ_QUEUE_NUMS = 16
 DEFAULT_WRITE_QUEUE_NUMS = 16
 
+#: Seconds within which a second send with the same UNIQ_KEY answers the first (broker/dedup.py).
+DUPLICATE_WINDOW_ATTRIBUTE = "duplicateDetectionWindowSeconds"
+#: A topic's default message time-to-live in ms, 0 for none (broker/expiry.py).
+TTL_ATTRIBUTE = "orbitmq.ttl.ms"
+#: Topic attributes OrbitMQ knows, each with what its value must be (checked by `check_attribute`).
+TOPIC_ATTRIBUTES: dict[str, str] = {
+    DUPLICATE_WINDOW_ATTRIBUTE: "a whole number of seconds, 0 to 604800",
+    TTL_ATTRIBUTE: "a whole number of milliseconds, 0 (none) to 2**53",
+}
+
+
+def check_attribute(name: str, value: str) -> str | None:
+    """Why `name=value` is not a topic attribute OrbitMQ takes, or None when it is."""
+    if name not in TOPIC_ATTRIBUTES:
+        return f"unknown topic attribute {name!r} (known: {', '.join(sorted(TOPIC_ATTRIBUTES))})"
+    if name == DUPLICATE_WINDOW_ATTRIBUTE and not (value.isdigit() and int(value) <= 604_800):
+        return f"topic attribute {name}={value!r}: expected {TOPIC_ATTRIBUTES[name]}"
+    if name == TTL_ATTRIBUTE and not (value.isdigit() and int(value) <= 2**53):
+        return f"topic attribute {name}={value!r}: expected {TOPIC_ATTRIBUTES[name]}"
+    return None
+
 
 @dataclass(frozen=True, slots=True)
 class TopicConfig:
@@ -33,6 +59,7 @@ class TopicConfig:
     topic_sys_flag: int = 0
     order: bool = False
     #: RocketMQ 5's topic attributes (name, value), sorted; OrbitMQ reads `orbitmq.ttl.ms` (broker/expiry.py).
+    #: (name, value) pairs sorted by name; a tuple so that the config stays hashable.
     attributes: tuple[tuple[str, str], ...] = ()
 
     def attribute(self, name: str) -> str | None:
@@ -99,8 +126,32 @@ class TopicConfig:
 
 
 def attributes_from_json(raw: object) -> tuple[tuple[str, str], ...]:
+    """Attributes as stored in JSON (an object of strings), sorted by name."""
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
         raise JsonFieldError(f"attributes is not an object: {raw!r}")
     return tuple(sorted((str(k), str(v)) for k, v in raw.items()))
+
+
+def merge_attributes(current: tuple[tuple[str, str], ...], spec: str) -> tuple[tuple[str, str], ...]:
+    """`current` changed by an UPDATE_AND_CREATE_TOPIC `attributes` value ("+a=1,-b").
+
+    Raises ValueError with the reason for a malformed item or an attribute `check_attribute` refuses.
+    """
+    merged = dict(current)
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        sign, body = item[0], item[1:]
+        if sign == "+" and "=" in body:
+            name, value = (s.strip() for s in body.split("=", 1))
+            problem = check_attribute(name, value)
+            if problem:
+                raise ValueError(problem)
+            merged[name] = value
+        elif sign == "-" and body and "=" not in body:
+            merged.pop(body.strip(), None)
+        else:
+            raise ValueError(f"topic attribute {item!r} is neither +name=value nor -name")
+    return tuple(sorted(merged.items()))

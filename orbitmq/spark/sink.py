@@ -17,11 +17,21 @@ partition), and SPARK_QUERY_ID for streams: together they identify a row, so
 a consumer can drop duplicates. SPARK_* entries of a `properties` column
 (say, copied from a topic another Spark job wrote) are replaced by this
 write's own.
+
+Exactly-once with the broker's duplicate window (broker/dedup.py; on in
+`orbitmq dev`): each row's UNIQ_KEY is derived from those same values
+(`row_ids`), so a retried task or a replayed micro-batch sends the ids its
+first run sent, and the broker answers them instead of storing them again.
+That needs the replay to hold the same rows in the same partitions in the
+same order (a replayable source such as `orbitmq`'s, deterministic
+transformations) and to come within the topic's window. Derived ids are 32
+hex digits like a client's but carry no send time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Hashable, Iterator
@@ -177,11 +187,23 @@ def _item(body: bytes, props: bytes) -> bytes:
                      PROPS_LEN.pack(len(props)), props))
 
 
+def row_ids(tags: dict[str, str], partition: int) -> Callable[[int], str]:
+    """seq -> the UNIQ_KEY of the partition's row `seq`: the same on every run of this (query,) batch
+    and partition. 20 hex digits of a digest of query id, batch id and partition, then the row's
+    index in 12; fresh client ids when there is no batch id."""
+    if not tags.get(BATCH_ID):
+        ids = UniqueIdGenerator()
+        return lambda seq: ids.next()
+    identity = f"{tags.get(QUERY_ID, '')}\x00{tags[BATCH_ID]}\x00{partition}".encode()
+    prefix = hashlib.blake2b(identity, digest_size=10).hexdigest().upper()
+    return lambda seq: f"{prefix}{seq & 0xFFFFFFFFFFFF:012X}"
+
+
 def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags: dict[str, str]) -> int:
     """Send every row of `batches`; returns the number sent. Raises if any row could not be stored."""
     ctx = TaskContext.get()
     partition = ctx.partitionId() if ctx is not None else 0
-    ids = UniqueIdGenerator()
+    row_id = row_ids(tags, partition)
     # Properties every row of this task shares, encoded once.
     shared = "".join(f"\x02{k}\x01{v}" for k, v in {**tags, PARTITION_ID: str(partition)}.items())
     seq = 0
@@ -221,7 +243,7 @@ def write_rows(options: SinkOptions, batches: Iterator[pa.RecordBatch], *, tags:
                     body = body.encode("utf-8")
                 if not isinstance(body, bytes) or not body:
                     raise MessageValidationError(f"row {seq} of partition {partition} has an empty or null body")
-                text = f"UNIQ_KEY\x01{ids.next()}{shared}\x02SPARK_SEQ\x01{seq}"
+                text = f"UNIQ_KEY\x01{row_id(seq)}{shared}\x02SPARK_SEQ\x01{seq}"
                 if keys[i]:
                     text += f"\x02KEYS\x01{keys[i]}"
                 if tag_col[i]:
@@ -313,7 +335,8 @@ class BatchWriter(DataSourceArrowWriter):
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
-    """`df.writeStream.format("orbitmq")`: at-least-once; a replayed micro-batch is sent again."""
+    """`df.writeStream.format("orbitmq")`: a replayed micro-batch is sent again with the same ids (exactly-once
+    with a duplicate window on the topic, at-least-once without)."""
 
     def __init__(self, options: SinkOptions, schema: StructType) -> None:
         check_sink_schema(schema, options)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, apply_attribute_changes
+from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE
 from orbitmq.broker.server import Broker
-from orbitmq.errors import SystemError_
+from orbitmq.common.topic_config import merge_attributes
 from orbitmq.metrics.broker import BrokerMetrics
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.transport import RemotingClient
@@ -92,10 +92,12 @@ async def test_the_topic_default_ttl_applies_to_messages_without_their_own_acros
 
 
 def test_attribute_changes_follow_rocketmq_5s_form() -> None:
-    assert apply_attribute_changes((("a", "1"),), "+b=2,-a") == (("b", "2"),)
-    for bad in ("b=2", "+b", "-", "+orbitmq.ttl.ms=-1"):
-        with pytest.raises(SystemError_):
-            apply_attribute_changes((), bad)
+    current = (("duplicateDetectionWindowSeconds", "60"),)
+    assert merge_attributes(current, "+orbitmq.ttl.ms=5000,-duplicateDetectionWindowSeconds") == \
+        (("orbitmq.ttl.ms", "5000"),)
+    for bad in ("orbitmq.ttl.ms=2", "+orbitmq.ttl.ms", "-", "+orbitmq.ttl.ms=-1"):
+        with pytest.raises(ValueError):
+            merge_attributes((), bad)
 
 
 async def test_with_the_dlq_policy_an_expired_message_goes_to_the_groups_dlq_once(

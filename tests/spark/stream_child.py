@@ -14,22 +14,33 @@ import time
 
 def main() -> None:
     namesrv, topic, out, checkpoint = sys.argv[1:5]
+    spark = session("orbitmq-crash-child")
+    query = (spark.readStream.format("orbitmq").option("namesrvAddr", namesrv).option("topic", topic)
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "100").load()
+             .selectExpr("brokerName", "queueId", "queueOffset", "body")
+             .writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+             .trigger(processingTime="100 milliseconds").start())
+    report_batches(query)
+
+
+def session(app: str):  # type: ignore[no-untyped-def]
+    """A local[2] session on loopback with the orbitmq format registered."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
     import orbitmq.spark
 
-    spark = (SparkSession.builder.master("local[2]").appName("orbitmq-crash-child")
+    spark = (SparkSession.builder.master("local[2]").appName(app)
              .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     orbitmq.spark.register(spark)
-    query = (spark.readStream.format("orbitmq").option("namesrvAddr", namesrv).option("topic", topic)
-             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "100").load()
-             .selectExpr("brokerName", "queueId", "queueOffset", "body")
-             .writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
-             .trigger(processingTime="100 milliseconds").start())
+    return spark
+
+
+def report_batches(query) -> None:  # type: ignore[no-untyped-def]
+    """Print `batch <id>` as micro-batches complete, until the query ends (then exit with its error)."""
     last = -1
     while query.isActive:
         progress = query.lastProgress

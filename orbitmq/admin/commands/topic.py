@@ -13,6 +13,7 @@ from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
 from orbitmq.common import names
+from orbitmq.common.topic_config import merge_attributes
 from orbitmq.errors import MessageValidationError, TopicNotExist
 
 #: NameServer KV namespace holding `brokerName:queueNums;...` for ordered topics.
@@ -41,8 +42,8 @@ def validated_topic(topic: str) -> str:
 @click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
               help="Permission bits: 4 read, 2 write, 1 inherit.")
 @click.option("-o", "--order", type=click.BOOL, default=False, show_default=True, help="Ordered topic (true/false).")
-@click.option("-a", "--attributes", help="Attribute changes, RocketMQ 5's form: +name=value,-name "
-              "(e.g. +orbitmq.ttl.ms=60000, the topic's default message TTL).")
+@click.option("-a", "--attributes", help="Attribute changes, RocketMQ 5's form: +name=value,-name; others are "
+              "kept (e.g. +duplicateDetectionWindowSeconds=120, +orbitmq.ttl.ms=60000).")
 @namesrv_option
 @timeout_option
 def update_topic(
@@ -53,6 +54,11 @@ def update_topic(
     validated_topic(topic)
     if bool(broker_addr) == bool(cluster):
         raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if attributes:
+        try:
+            merge_attributes((), attributes)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'-a' / '--attributes'") from None
     config = TopicConfig(topic, read_queues, write_queues, perm, order=order)
 
     async def action(admin: AdminClient) -> None:

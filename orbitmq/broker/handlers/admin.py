@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from orbitmq.broker.config import LiveConfig
-from orbitmq.broker.expiry import apply_attribute_changes
 from orbitmq.broker.handlers.fields import (
     Registry,
     boolean,
@@ -25,6 +24,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.topics import MULTI_TAG, SINGLE_TAG, TopicConfig, TopicTable
 from orbitmq.common import jsonbody, names
 from orbitmq.common.javaprops import format_properties, parse_properties
+from orbitmq.common.topic_config import merge_attributes
 from orbitmq.errors import ConfigError, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import PROTOCOL_VERSION, RemotingCommand
@@ -89,6 +89,14 @@ class AdminHandlers:
         filter_type = optional_text(request, "topicFilterType", SINGLE_TAG) or SINGLE_TAG
         if filter_type not in (SINGLE_TAG, MULTI_TAG):
             raise SystemError_(f"topicFilterType {filter_type!r} is not SINGLE_TAG or MULTI_TAG")
+        existing = self.topics.get(topic)
+        attributes = existing.attributes if existing is not None else ()
+        spec = request.field("attributes")
+        if spec:
+            try:
+                attributes = merge_attributes(attributes, spec)
+            except ValueError as exc:
+                raise SystemError_(str(exc)) from None
         config = TopicConfig(
             topic,
             read,
@@ -97,7 +105,7 @@ class AdminHandlers:
             filter_type,
             integer(request, "topicSysFlag", 0),
             boolean(request, "order"),
-            self._attributes(topic, optional_text(request, "attributes")),
+            attributes,
         )
         if self.topics.put(config):
             # Registered before the answer, as RocketMQ's registerIncrementBrokerData: whoever created
@@ -105,11 +113,6 @@ class AdminHandlers:
             await self.topics_registered()
         return request.response(ResponseCode.SUCCESS)
 
-    def _attributes(self, topic: str, changes: str | None) -> tuple[tuple[str, str], ...]:
-        """RocketMQ 5's `attributes` field ("+name=value,-name") applied to the topic's current ones."""
-        existing = self.topics.get(topic)
-        current = existing.attributes if existing is not None else ()
-        return current if changes is None else apply_attribute_changes(current, changes)
 
     async def delete_topic(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
         topic = topic_field(request)

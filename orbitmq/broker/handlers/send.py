@@ -22,13 +22,14 @@ import collections
 import random
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from orbitmq.broker.autocreate import AutoCreateLimiter
 from orbitmq.broker.config import LiveConfig
+from orbitmq.broker.dedup import Key, SendDeduplicator, Stored, batch_ids, id_key, stored_items
 from orbitmq.broker.diskstate import WriteHealth
-from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, apply_attribute_changes, message_ttl
+from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, message_ttl
 from orbitmq.broker.handlers.fields import Registry, integer
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
@@ -40,9 +41,11 @@ from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner, waits_for_store
+from orbitmq.common.msgid import create_offset_msg_id
 from orbitmq.common.recall import build_recall_handle
 from orbitmq.common.record import record_size
 from orbitmq.common.sysflag import MULTI_TAGS, TRANSACTION_PREPARED_TYPE, TRANSACTION_TYPE_MASK
+from orbitmq.common.topic_config import merge_attributes
 from orbitmq.errors import (
     HeaderError,
     MessageIllegal,
@@ -240,7 +243,10 @@ class SendHandlers:
         before_put: Callable[[MessageExtBrokerInner], None] | None = None,
         replica_wait: Callable[[int], Awaitable[PutMessageStatus]] | None = None,
         store_health: WriteHealth | None = None,
+        dedup: SendDeduplicator | None = None,
     ) -> None:
+        #: The duplicate window of idempotent sends (broker/dedup.py); None: no topic has one.
+        self.dedup = dedup
         #: Told when a put succeeds, so that the end of a full-disk episode is logged.
         self.store_health = store_health or WriteHealth("message store")
         #: SYNC_MASTER: waits until the slave holds the CommitLog up to the given end offset.
@@ -404,14 +410,33 @@ class SendHandlers:
         if prepared:
             make_half(msg)  # kept in RMQ_SYS_TRANS_HALF_TOPIC until END_TRANSACTION (§6.8)
         msg.refresh_properties_string()
+        claimed: tuple[str, Key, int] | None = None
+        if self.dedup is not None and (config.duplicate_detection_window_seconds or topic_config.attributes):
+            # Idempotent sends (broker/dedup.py): an id stored within the topic's window is answered, not stored.
+            window = self.dedup.window_ms(topic_config)
+            uniq = properties.get(mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+            if window and uniq and msg.topic == topic:  # not one that waits (delay, timer, half)
+                claimed = (topic, id_key(uniq), window)
+                earlier = self.dedup.claim_now(*claimed)
+                if earlier is not None and not isinstance(earlier, Stored):
+                    earlier = await self.dedup.claim(*claimed)  # its first put is in flight: wait for it
+                if earlier is not None:
+                    return self._earlier_response(request, [earlier])
         gate = self.gate
-        if not gate.try_enter():
-            await gate.enter()
         try:
-            self._check_wait(started)
-            result = await self.store.put_message(msg)
-        finally:
-            gate.leave()
+            if not gate.try_enter():
+                await gate.enter()
+            try:
+                self._check_wait(started)
+                result = await self.store.put_message(msg)
+            finally:
+                gate.leave()
+        except BaseException:
+            if claimed is not None:  # not stored: a retry of this id waiting for the put stores it
+                self._settle(claimed, None, queue_id)
+            raise
+        if claimed is not None:
+            self._settle(claimed, result, queue_id)
         if self.replica_wait is not None:
             result = await self._replicated(result, waits)
         ar = result.append_result
@@ -457,11 +482,38 @@ class SendHandlers:
             return topic_config
         marked = replace(
             topic_config,
-            attributes=apply_attribute_changes(topic_config.attributes, f"+{TOPIC_TTL_ATTRIBUTE}=0"),
+            attributes=merge_attributes(topic_config.attributes, f"+{TOPIC_TTL_ATTRIBUTE}=0"),
         )
         self.topics.put(marked)
         self.topics_changed()
         return marked
+    def _settle(self, claimed: tuple[str, Key, int], result: PutMessageResult | None, queue_id: int) -> None:
+        """End the claim of a single send's id: where the put stored it, if it did."""
+        assert self.dedup is not None
+        ar = result.append_result if result is not None and result.is_ok else None
+        if ar is None:
+            self.dedup.settle(*claimed, None)
+        else:
+            self.dedup.settle(*claimed, Stored(ar.wrote_offset, queue_id, ar.logics_offset), ar.store_timestamp)
+
+    def _earlier_ids(self, earlier: Sequence[Stored]) -> list[str]:
+        """The offset message ids of messages stored before (read from their records: the store
+        host is the one that stored them, which after a failover is not this broker)."""
+        if self.dedup is not None:
+            self.dedup.answered += len(earlier)
+        ids = []
+        for where in earlier:
+            found = self.store.look_message_by_offset(where.commit_log_offset)
+            ids.append(found.offset_msg_id if found is not None else create_offset_msg_id(
+                self.live.value.broker_addr, where.commit_log_offset))
+        return ids
+
+    def _earlier_response(self, request: RemotingCommand, earlier: Sequence[Stored]) -> RemotingCommand:
+        """The answer a send got when its messages were first stored (the first one's queue and offset)."""
+        response = request.response(ResponseCode.SUCCESS)
+        ids = ",".join(self._earlier_ids(earlier))
+        response.ext_fields = self._response_fields(ids, earlier[0].queue_id, earlier[0].queue_offset)
+        return response
 
     def _retry_or_dlq(
         self,
@@ -544,18 +596,90 @@ class SendHandlers:
             flag=header.flag,
             wait_store=waits,
         )
+        if self.dedup is not None and (config.duplicate_detection_window_seconds or topic_config.attributes):
+            window = self.dedup.window_ms(topic_config)
+            if window:
+                return await self._send_batch_once(request, batch, window, started, properties)
         async with self.gate:
             self._check_wait(started)
             result = await self.store.put_messages(batch)
+        return await self._batch_response(request, result, batch, properties)
+
+    async def _batch_response(
+        self, request: RemotingCommand, result: PutMessageResult, batch: MessageExtBatch, properties: dict[str, str],
+        earlier: Sequence[Stored | None] = (),
+    ) -> RemotingCommand:
+        """The answer to a batch put; `earlier` (one per item, None for the items this put stored)
+        merges the items a duplicate window answered into its message ids."""
+        config = self.live.value
         if self.replica_wait is not None:
-            result = await self._replicated(result, waits)
+            result = await self._replicated(result, waits_for_store(properties.get(mc.WAIT_STORE_MSG_OK)))
         response = status_response(request, result, config.store.max_message_size)
         if result.is_ok and result.append_result is not None:
             if self.store_health.failing:
                 self.store_health.succeeded()
             ar = result.append_result
             ids = ",".join(ar.msg_ids) if ar.msg_ids else ar.msg_id
-            response.ext_fields = self._response_fields(ids, queue_id, ar.logics_offset)
+            first_queue, first_offset = batch.queue_id, ar.logics_offset
+            if earlier:
+                new_ids = iter(ar.msg_ids or (ar.msg_id,))
+                old_ids = iter(self._earlier_ids([e for e in earlier if e is not None]))
+                ids = ",".join(next(new_ids) if e is None else next(old_ids) for e in earlier)
+                if earlier[0] is not None:
+                    first_queue, first_offset = earlier[0].queue_id, earlier[0].queue_offset
+            response.ext_fields = self._response_fields(ids, first_queue, first_offset)
             if self.stats is not None:
-                self.stats.record_put(ar.msg_num, topic, len(body))
+                self.stats.record_put(ar.msg_num, batch.topic, len(batch.body))
         return response
+
+    async def _send_batch_once(
+        self, request: RemotingCommand, batch: MessageExtBatch, window: int, started: float,
+        properties: dict[str, str],
+    ) -> RemotingCommand:
+        """A batch on a topic with a duplicate window: items stored before are answered, not stored.
+
+        When every item was stored before, the answer is the earlier one. When only some were, the
+        others are stored (one batch, in their order) and the answer lists every item's message id in
+        the request's order, with the queue and queue offset of the first item (wherever it is).
+        """
+        dedup = self.dedup
+        assert dedup is not None
+        topic = batch.topic
+        items = batch_ids(bytes(batch.body))
+        if items is None or not any(uniq for uniq, _ in items):
+            async with self.gate:
+                self._check_wait(started)
+                result = await self.store.put_messages(batch)
+            return await self._batch_response(request, result, batch, properties)
+        claims: dict[Key, int] = {}  # id -> index of the item that claimed it
+        earlier: list[Stored | None] = []
+        try:
+            for i, (uniq, _) in enumerate(items):
+                key = id_key(uniq) if uniq else None
+                found = None
+                if key is not None and key not in claims:
+                    found = await dedup.claim(topic, key, window)
+                    if found is None:
+                        claims[key] = i
+                earlier.append(found)
+            if all(e is not None for e in earlier):
+                return self._earlier_response(request, [e for e in earlier if e is not None])
+            if any(e is not None for e in earlier):
+                batch.body = b"".join(raw for (_, raw), e in zip(items, earlier, strict=True) if e is None)
+            async with self.gate:
+                self._check_wait(started)
+                result = await self.store.put_messages(batch)
+            if result.is_ok:
+                stored_ms = result.append_result.store_timestamp if result.append_result is not None else 0
+                fresh = iter(stored_items(result, batch.queue_id))
+                for i, e in enumerate(earlier):
+                    if e is None:
+                        where = next(fresh)
+                        key = id_key(items[i][0]) if items[i][0] else None
+                        if key is not None and claims.get(key) == i:
+                            dedup.settle(topic, key, window, where, stored_ms)
+                            del claims[key]
+        finally:
+            for key in claims:
+                dedup.settle(topic, key, window, None)
+        return await self._batch_response(request, result, batch, properties, earlier if any(earlier) else ())
