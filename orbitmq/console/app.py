@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -470,11 +471,14 @@ def make_app(settings: ConsoleSettings) -> web.Application:
     return app
 
 
-async def start_console(settings: ConsoleSettings, host: str, port: int) -> tuple[web.AppRunner, str, int]:
-    """Start the console on host:port (0: any free port); returns the runner and the bound address."""
+async def start_console(
+    settings: ConsoleSettings, host: str, port: int, ssl_context: ssl.SSLContext | None = None
+) -> tuple[web.AppRunner, str, int]:
+    """Start the console on host:port (0: any free port), over HTTPS with `ssl_context`; returns the
+    runner and the bound address."""
     runner = web.AppRunner(make_app(settings), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
     except OSError:

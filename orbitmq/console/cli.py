@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 from collections.abc import AsyncIterator
 
@@ -17,8 +18,9 @@ import click
 
 from orbitmq.admin.runner import NAMESRV_ENV, split_namesrv
 from orbitmq.client.acl import AclCredentials
+from orbitmq.errors import ConfigError
 from orbitmq.remoting.loop import run
-from orbitmq.remoting.tls import TlsSettings
+from orbitmq.remoting.tls import TlsMode, TlsSettings
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
@@ -30,8 +32,19 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def https_context(tls: TlsSettings | None) -> ssl.SSLContext | None:
+    """The console's HTTPS context: the tls.server.* settings when tls.server.mode is not disabled
+    (permissive serves HTTPS too: one port cannot tell HTTP from TLS here), else None (plain HTTP)."""
+    if tls is None or tls.server_mode is TlsMode.DISABLED:
+        return None
+    try:
+        return tls.server_context()
+    except ConfigError as exc:
+        raise click.ClickException(f"console HTTPS: {exc}") from None
+
+
 async def _serve(addrs: list[str], host: str, port: int, login: bool, creds: AclCredentials | None,
-                 timeout: float) -> None:
+                 timeout: float, ssl_context: ssl.SSLContext | None = None) -> None:
     from orbitmq.console.app import ConsoleSettings, start_console
 
     stop = asyncio.Event()
@@ -40,7 +53,7 @@ async def _serve(addrs: list[str], host: str, port: int, login: bool, creds: Acl
         loop.add_signal_handler(sig, stop.set)
     try:
         runner, bound_host, bound_port = await start_console(
-            ConsoleSettings(addrs, login=login, credentials=creds, timeout=timeout), host, port)
+            ConsoleSettings(addrs, login=login, credentials=creds, timeout=timeout), host, port, ssl_context)
     except OSError as exc:
         raise click.ClickException(f"cannot start console on {host}:{port}: {exc.strerror or exc}") from None
     try:
@@ -66,7 +79,8 @@ async def _serve(addrs: list[str], host: str, port: int, login: bool, creds: Acl
 @click.option("--tlsConfigFile", "tls_config_file", metavar="FILE",
               help="Properties file of tls.* client settings (tls.config.file); implies --tls.")
 @click.option("-D", "tls_props", multiple=True, metavar="KEY=VALUE",
-              help="A client tls.* setting, e.g. -D tls.client.trustCertPath=ca.pem; implies --tls.")
+              help="A tls.* setting, e.g. -D tls.client.trustCertPath=ca.pem; implies --tls. With "
+                   "-D tls.server.mode=enforcing (and tls.server.* keys) the console serves HTTPS.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds to wait for each admin request.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
@@ -79,7 +93,8 @@ def console_command(namesrv: str, listen: str, login: bool, access_key: str | No
 
     addrs = split_namesrv(namesrv)
     # Every AdminClient of the console (its own and each login's) connects with these settings.
-    set_default_tls(tls_option_settings(use_tls, tls_config_file, tls_props))
+    tls = tls_option_settings(use_tls, tls_config_file, tls_props)
+    set_default_tls(tls)
     host, port = parse_listen(listen)
     if bool(access_key) != bool(secret_key):
         raise click.UsageError("give both --accessKey and --secretKey, or neither")
@@ -88,7 +103,7 @@ def console_command(namesrv: str, listen: str, login: bool, access_key: str | No
     creds = AclCredentials(access_key, secret_key) if access_key and secret_key else None
     logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run(_serve(addrs, host, port, login, creds, timeout))
+    run(_serve(addrs, host, port, login, creds, timeout, https_context(tls)))
 
 
 # --- the console inside `orbitmq dev` ---------------------------------------------------
@@ -124,7 +139,9 @@ async def dev_console(listen: str, namesrv_addr: str, login: bool, tls: TlsSetti
 
     host, port = parse_listen(listen)
     try:
-        runner, bound_host, bound_port = await start_console(ConsoleSettings([namesrv_addr], login=login, tls=tls if tls is not None and tls.enable else None), host, port)
+        settings = ConsoleSettings([namesrv_addr], login=login, tls=tls if tls is not None and tls.enable else None)
+        # The console's own port follows the servers' tls.server.mode, like every other port of dev.
+        runner, bound_host, bound_port = await start_console(settings, host, port, https_context(tls))
     except OSError as exc:
         click.echo(f"warning: console not started on {host}:{port}: {exc.strerror or exc}", err=True)
         yield
