@@ -50,7 +50,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.e2e import cpu_seconds, dev_flags, server_addresses
+from bench.e2e import collect, cpu_seconds, dev_flags, server_addresses
 
 BODY_SIZE = 1024
 DEPTH = 64
@@ -559,16 +559,6 @@ def stop_proc(proc: subprocess.Popen[Any]) -> None:
 def spawn(system: str, work: str, target: str, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "bench.peers", "--worker", system, work, "--target", target, *extra],
                             stdout=subprocess.PIPE, text=True)
-
-
-def collect(procs: list[subprocess.Popen[str]], timeout: float = 900.0) -> list[dict[str, Any]]:
-    out = []
-    for proc in procs:
-        stdout, _ = proc.communicate(timeout=timeout)
-        if proc.returncode != 0:
-            raise RuntimeError(f"worker failed with exit code {proc.returncode}")
-        out.append(json.loads(stdout.strip().splitlines()[-1]))
-    return out
 
 
 def strace_attach(pids: list[int], seconds: float, out: str) -> subprocess.Popen[bytes]:

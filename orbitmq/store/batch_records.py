@@ -18,7 +18,7 @@ import struct
 import zlib
 
 from orbitmq.common.hashing import tag_hash_code
-from orbitmq.store.record_writer import HEAD_V4
+from orbitmq.store.record_writer import HEAD_V4, peek_property
 
 _ITEM_HEAD = struct.Struct(
     ">i"  # TOTALSIZE: 20 + L + 2 + P
@@ -37,6 +37,11 @@ PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
 _TAGS = (b"TAGS\x01", b"\x02TAGS\x01")
 _KEYS = (b"KEYS\x01", b"\x02KEYS\x01")
 _UNIQ = (b"UNIQ_KEY\x01", b"\x02UNIQ_KEY\x01")
+
+
+def _peek(raw: bytes, names: tuple[bytes, bytes]) -> str:
+    """One property's value ("" when absent or empty); a later duplicate wins, as in Java."""
+    return peek_property(raw, *names)
 
 
 def _item_properties(own: memoryview, extra: bytes) -> bytes:
@@ -86,19 +91,6 @@ def plan_batch(body: bytes | bytearray | memoryview, extra: bytes, fixed: int, m
     items = batch_items(body, extra, max_props)
     return len(items), sum(fixed + len(item_body) + len(raw) for _, item_body, raw in items)
 
-
-def _peek(raw: bytes, names: tuple[bytes, bytes]) -> str:
-    """One property's value ("" when absent or empty); a later duplicate wins, as in Java."""
-    name_sep, sep_name_sep = names
-    i = raw.rfind(sep_name_sep)
-    if i >= 0:
-        start = i + len(sep_name_sep)
-    elif raw.startswith(name_sep):
-        start = len(name_sep)
-    else:
-        return ""
-    stop = raw.find(b"\x02", start)
-    return (raw[start:] if stop < 0 else raw[start:stop]).decode("utf-8", "replace")
 
 
 def write_batch_v4(
