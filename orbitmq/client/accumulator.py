@@ -80,6 +80,9 @@ class _Pending:
     size: int = 0
     #: Set when the leader should stop waiting for company (linger over, or the producer closing).
     wake: asyncio.Future[None] | None = None
+    #: The loop, looked up by the first follower (a lone send never needs it: Python 3.11's
+    #: get_running_loop costs a getpid system call).
+    loop: asyncio.AbstractEventLoop | None = None
 
 
 class SendAccumulator:
@@ -107,8 +110,10 @@ class SendAccumulator:
         key = (msg.topic, msg.wait_store_msg_ok, timeout)
         size = estimated_item_size(msg)
         pending = self._pending.get(key)
-        loop = asyncio.get_running_loop()
         if pending is not None and pending.size + size <= self._max_bytes and len(pending.msgs) < self._max_count:
+            loop = pending.loop
+            if loop is None:
+                loop = pending.loop = asyncio.get_running_loop()
             fut: asyncio.Future[SendResult] = loop.create_future()
             pending.msgs.append(msg)
             pending.futures.append(fut)
@@ -129,7 +134,8 @@ class SendAccumulator:
             del self._pending[key]
         if not pending.futures:
             return await self._send_one(msg, timeout)
-        own = loop.create_future()
+        assert pending.loop is not None  # set by the first follower
+        own = pending.loop.create_future()
         self._spawn(pending.msgs, [own, *pending.futures], timeout)
         return await own
 
