@@ -88,7 +88,9 @@ class _Pending:
 class SendAccumulator:
     """Joins a producer's coalescable sends per (topic, WAIT, timeout) into batches.
 
-    The first send of a batch leads: it waits one loop turn (or `linger_ms`) for others to join.
+    A send made while nothing of the producer is on its way to a broker goes at once (with
+    `linger_ms=0`): one send at a time pays no wait. Otherwise the first send of a batch leads: it
+    waits one loop turn (or `linger_ms`) for others to join.
     Alone, it is sent from the caller's own task, as if there were no accumulator; with company,
     one task sends the batch and settles every sender's future, so that a sender that gives up
     (is cancelled) never takes the others' results with it. Owned by one producer and used on its
@@ -104,6 +106,8 @@ class SendAccumulator:
         self._max_count = batch_max_count
         self._pending: dict[tuple[str, bool, float | None], _Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Sends and batches of this producer waiting for the broker now.
+        self._in_flight = 0
 
     async def send(self, msg: Message, timeout: float | None) -> SendResult:
         """Send `msg` (already validated, UNIQ_KEY set), alone or with others; its own result or error."""
@@ -119,6 +123,10 @@ class SendAccumulator:
             pending.futures.append(fut)
             pending.size += size
             return await fut
+        if self._in_flight == 0 and self._linger_s <= 0 and pending is None:
+            # Nothing of this producer is on its way to a broker: waiting a loop turn for company
+            # would only add latency. Sends that start while this one is out will batch.
+            return await self._counted(self._send_one(msg, timeout))
         # A full batch stays with its leader, who sends it after its wait; this send leads the next.
         pending = self._pending[key] = _Pending([msg], [], size)
         try:
@@ -133,7 +141,7 @@ class SendAccumulator:
         if self._pending.get(key) is pending:
             del self._pending[key]
         if not pending.futures:
-            return await self._send_one(msg, timeout)
+            return await self._counted(self._send_one(msg, timeout))
         assert pending.loop is not None  # set by the first follower
         own = pending.loop.create_future()
         self._spawn(pending.msgs, [own, *pending.futures], timeout)
@@ -151,10 +159,22 @@ class SendAccumulator:
         finally:
             handle.cancel()
 
+    async def _counted(self, send: Awaitable[SendResult]) -> SendResult:
+        self._in_flight += 1
+        try:
+            return await send
+        finally:
+            self._in_flight -= 1
+
     def _spawn(self, msgs: list[Message], futures: list[asyncio.Future[SendResult]], timeout: float | None) -> None:
+        self._in_flight += 1
         task = asyncio.ensure_future(self._deliver(msgs, futures, timeout))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._in_flight -= 1
 
     async def _deliver(self, msgs: list[Message], futures: list[asyncio.Future[SendResult]],
                        timeout: float | None) -> None:

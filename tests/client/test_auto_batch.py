@@ -74,53 +74,79 @@ class FakeSends:
 
     async def one(self, msg: Message, timeout: float | None) -> SendResult:
         self.singles.append(msg)
+        await asyncio.sleep(0)  # the request is on the wire for at least one loop turn
         return SendResult(SendStatus.SEND_OK, msg.unique_key or "", "single", MessageQueue("T", "b", 0), 1)
 
     async def batch(self, msgs: list[Message], timeout: float | None) -> SendResult:
         self.batches.append(msgs)
+        await asyncio.sleep(0)
         if self.batch_error is not None:
             raise self.batch_error
         return _result(len(msgs))
 
 
-async def test_sends_of_one_loop_turn_become_one_batch_and_a_lone_send_stays_single() -> None:
+async def test_a_send_with_nothing_in_flight_goes_at_once_and_the_sends_behind_it_batch() -> None:
     fake = FakeSends()
     acc = SendAccumulator(fake.one, fake.batch)
-    futures = [acc.send(m, None) for m in _msgs(5)]
-    results = await asyncio.gather(*futures)
-    assert len(fake.batches) == 1 and len(fake.batches[0]) == 5 and not fake.singles
-    assert [r.queue_offset for r in results] == [10, 11, 12, 13, 14]
-    alone = await acc.send(_msgs(1)[0], None)
+    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(5)))
+    # The first goes alone at once; the four that started while it was out travel together.
+    assert [m.unique_key for m in fake.singles] == ["U0"]
+    assert [[m.unique_key for m in b] for b in fake.batches] == [["U1", "U2", "U3", "U4"]]
+    assert [r.queue_offset for r in results[1:]] == [10, 11, 12, 13]
+    alone = await acc.send(_msgs(1)[0], None)  # one send at a time pays no wait and is never batched
     assert alone.offset_msg_id == "single" and len(fake.batches) == 1
+
+
+async def test_sends_of_one_loop_turn_become_one_batch_behind_a_send_in_flight() -> None:
+    fake = FakeSends()
+    answered = asyncio.Event()
+
+    async def slow_one(msg: Message, timeout: float | None) -> SendResult:
+        await answered.wait()  # the broker has not answered yet
+        return await fake.one(msg, timeout)
+
+    acc = SendAccumulator(slow_one, fake.batch)
+    first = asyncio.ensure_future(acc.send(_msgs(1)[0], None))
+    await asyncio.sleep(0)  # it is on the wire
+    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(6)[1:]))
+    answered.set()
+    await first
+    assert len(fake.batches) == 1 and [r.queue_offset for r in results] == [10, 11, 12, 13, 14]
 
 
 async def test_a_full_batch_leaves_at_once_and_the_rest_start_another() -> None:
     fake = FakeSends()
     acc = SendAccumulator(fake.one, fake.batch, batch_max_count=4)
     await asyncio.gather(*(acc.send(m, None) for m in _msgs(10)))
-    assert [len(b) for b in fake.batches] == [4, 4, 2] and not fake.singles
+    # U0 at once; then U1-U4 and U5-U8 as full batches; U9 led a batch nobody joined.
+    assert [len(b) for b in fake.batches] == [4, 4] and [m.unique_key for m in fake.singles] == ["U0", "U9"]
 
 
 async def test_a_batch_the_broker_refuses_is_resent_message_by_message() -> None:
     fake = FakeSends(BrokerError.for_code(13, "the batch is too large"))
     acc = SendAccumulator(fake.one, fake.batch)
-    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(3)))
-    assert len(fake.batches) == 1 and [m.unique_key for m in fake.singles] == ["U0", "U1", "U2"]
-    assert [r.msg_id for r in results] == ["U0", "U1", "U2"]
+    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(4)))
+    # U0 went alone; the batch of U1-U3 was refused and each was sent on its own.
+    assert [[m.unique_key for m in b] for b in fake.batches] == [["U1", "U2", "U3"]]
+    assert [m.unique_key for m in fake.singles] == ["U0", "U1", "U2", "U3"]
+    assert [r.msg_id for r in results] == ["U0", "U1", "U2", "U3"]
 
 
 async def test_a_batch_that_cannot_be_encoded_is_sent_message_by_message() -> None:
     fake = FakeSends(MessageValidationError("the properties of a message exceed 32767 bytes"))
     acc = SendAccumulator(fake.one, fake.batch)
-    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(2)))
-    assert [r.msg_id for r in results] == ["U0", "U1"] and len(fake.singles) == 2
+    results = await asyncio.gather(*(acc.send(m, None) for m in _msgs(3)))
+    assert len(fake.batches) == 1 and [r.msg_id for r in results] == ["U0", "U1", "U2"]
+    assert [m.unique_key for m in fake.singles] == ["U0", "U1", "U2"]
 
 
 async def test_a_connection_failure_reaches_every_sender_of_the_batch() -> None:
     fake = FakeSends(ConnectError("connection lost"))
     acc = SendAccumulator(fake.one, fake.batch)
-    outcomes = await asyncio.gather(*(acc.send(m, None) for m in _msgs(3)), return_exceptions=True)
-    assert all(isinstance(o, ConnectError) for o in outcomes) and not fake.singles
+    outcomes = await asyncio.gather(*(acc.send(m, None) for m in _msgs(4)), return_exceptions=True)
+    # U0 went alone and was answered; the batch behind it failed for all three of its senders.
+    assert isinstance(outcomes[0], SendResult) and [m.unique_key for m in fake.singles] == ["U0"]
+    assert all(isinstance(o, ConnectError) for o in outcomes[1:])
 
 
 async def test_linger_joins_sends_started_in_different_turns() -> None:
@@ -167,22 +193,24 @@ async def test_concurrent_sends_travel_as_one_batch_and_each_message_is_stored_a
         await create_topic(producer, topic)
         msgs = [Message(topic, f"body-{i}".encode(), tags=f"T{i % 3}", keys=[f"k{i}"]) for i in range(64)]
         results = await asyncio.gather(*(producer.send(m) for m in msgs))
-    # One queue and consecutive offsets: the 64 sends were stored by one batch request.
-    assert len({r.message_queue for r in results}) == 1
-    offsets = [r.queue_offset for r in results]
-    assert offsets == list(range(offsets[0], offsets[0] + 64))
+    # The first send went at once on its own; the 63 that started while it was out share one queue
+    # and consecutive offsets: one batch request stored them.
+    batched, batched_msgs = results[1:], msgs[1:]
+    assert len({r.message_queue for r in batched}) == 1
+    offsets = [r.queue_offset for r in batched]
+    assert offsets == list(range(offsets[0], offsets[0] + 63))
     assert [r.msg_id for r in results] == [m.unique_key for m in msgs]
     assert len({r.offset_msg_id for r in results}) == 64 and all("," not in r.offset_msg_id for r in results)
     stored = []
     async with PullConsumer(cgroup, namesrv_addr=namesrv) as consumer:
         offset = offsets[0]
-        while len(stored) < 64:
-            pulled = await consumer.pull(results[0].message_queue, "*", offset, 32)
+        while len(stored) < 63:
+            pulled = await consumer.pull(batched[0].message_queue, "*", offset, 32)
             assert pulled.messages, "the stored batch ended early"
             stored += pulled.messages
             offset = pulled.next_begin_offset
-    assert [(m.body, m.tags, m.keys, m.unique_key) for m in stored] == \
-        [(m.body, m.tags, m.keys, m.unique_key) for m in msgs]
+    assert [(m.body, m.tags, m.keys, m.unique_key) for m in stored[:63]] == \
+        [(m.body, m.tags, m.keys, m.unique_key) for m in batched_msgs]
 
 
 async def test_with_auto_batch_off_each_send_is_its_own_request(namesrv: str, names: tuple[str, str, str]) -> None:
