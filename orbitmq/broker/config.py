@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orbitmq.broker.schedule import parse_delay_levels
+from orbitmq.common.javaprops import java_double, java_long
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import TlsSettings, split_tls_properties
 from orbitmq.store.config import BrokerRole, StoreConfig
@@ -369,9 +370,9 @@ def _convert(key: str, name: str, raw: str) -> Any:
                 raise ValueError("expected true or false")
             return lowered == "true"
         if kind == "int":
-            return int(text)
+            return java_long(text)
         if kind == "float":
-            return float(text)
+            return java_double(text)
         return text
     except ValueError as exc:
         raise ConfigError(f"{key}={raw!r}: {exc}") from exc

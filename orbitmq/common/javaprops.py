@@ -11,9 +11,32 @@ of the name. A malformed `\\u` escape raises ConfigError.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from orbitmq.errors import ConfigError
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def java_long(text: str) -> int:
+    """A whole number of a config value by Java's `Long.parseLong` rules (optional sign, ASCII
+    digits, 64 bits); ValueError with a remark a user can act on (never Python's own text)."""
+    if not _WHOLE.fullmatch(text):
+        raise ValueError(f"expected a whole number, got {text!r}")
+    value = int(text)
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise ValueError(f"{text} is out of the 64-bit range")
+    return value
+
+
+def java_double(text: str) -> float:
+    """A decimal number of a config value (Java's `Double.parseDouble` for plain decimals)."""
+    if not _NUMBER.fullmatch(text):
+        raise ValueError(f"expected a number, got {text!r}")
+    return float(text)
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from orbitmq.common.javaprops import format_properties as format_java_properties
+from orbitmq.common.javaprops import java_long
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import TlsSettings, split_tls_properties
 
@@ -143,7 +144,7 @@ def _parse_bool(text: str) -> bool:
 
 
 def _parse_int(text: str) -> int:
-    return int(text)
+    return java_long(text)
 
 
 def _parse_str(text: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from orbitmq.common.javaprops import java_double, java_long
 from orbitmq.errors import ConfigError
 from orbitmq.store.paths import store_path
 
@@ -287,9 +288,9 @@ def _convert(key: str, name: str, raw: str) -> Any:
                 raise ValueError("expected true or false")
             return lowered == "true"
         if kind == "int":
-            return int(text)
+            return java_long(text)
         if kind == "float":
-            return float(text)
+            return java_double(text)
         if kind == "FlushDiskType":
             return FlushDiskType(text.upper())
         if kind == "BrokerRole":

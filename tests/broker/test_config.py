@@ -80,3 +80,18 @@ def test_config_lists_itself_under_rocketmq_names() -> None:
     assert props["listenPort"] == "10911"
     assert props["flushDiskType"] == "ASYNC_FLUSH"
     assert BrokerConfig.from_properties({k: v for k, v in props.items()}).broker_ip1 == "1.2.3.4"
+
+
+@pytest.mark.parametrize("key", ["maxSuspendedPulls", "fileReservedTime", "diskMaxUsedSpaceRatio", "listenPort"])
+@pytest.mark.parametrize("value", ["../x", "1_000", " 2 3", "\u0663", "9" * 30, "1e3", ""])
+def test_numbers_follow_javas_rules_and_refusals_say_so_in_plain_words(key: str, value: str) -> None:
+    """A value Java's Long.parseLong refuses is refused here too, naming the key and without Python's
+    own exception text (found by the fuzz test through UPDATE_BROKER_CONFIG)."""
+    with pytest.raises(ConfigError) as refused:
+        BrokerConfig.from_properties({key: value})
+    text = str(refused.value)
+    assert key in text and "invalid literal" not in text and "base 10" not in text
+
+
+def test_numbers_with_a_sign_are_whole_numbers_as_in_java() -> None:
+    assert BrokerConfig.from_properties({"maxSuspendedPulls": "+12"}).max_suspended_pulls == 12
