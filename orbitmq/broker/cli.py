@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -70,7 +72,10 @@ def read_config_file(path: str | None) -> dict[str, str]:
 
 def build_config(props: dict[str, str], source: str | None) -> BrokerConfig:
     try:
-        return BrokerConfig.from_properties(props)
+        config = BrokerConfig.from_properties(props)
+        if source is not None:
+            config = dataclasses.replace(config, config_file=os.path.abspath(source))
+        return config
     except ConfigError as exc:
         raise ConfigProblem(f"{source + ': ' if source else ''}{exc}") from None
 
@@ -214,4 +219,5 @@ def broker_command(
         click.echo(format_properties(config.to_properties()), nl=False)
         return
     setup_logging(verbose)
+    config.log_ignored_keys(log)
     run(serve_broker(config))  # on uvloop when installed

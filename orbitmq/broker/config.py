@@ -4,16 +4,20 @@ Fields use Python names; `from_properties` also accepts RocketMQ's property
 names (brokerName, listenPort, namesrvAddr, ...) so an existing broker.conf
 works unchanged. Keys that belong to the message store (storePathRootDir,
 flushDiskType, mappedFileSizeCommitLog, maxMessageSize, fileReservedTime, ...)
-are handed to `StoreConfig.from_properties`; a key neither side knows raises
-`ConfigError` naming it (RocketMQ drops such keys silently; we do not).
-RocketMQ's `tls.*` keys (JVM system properties there) may be written in
-broker.conf too; they become `tls`, a `TlsSettings` (remoting/tls.py).
+are handed to `StoreConfig.from_properties`. The other keys of RocketMQ 4.9's
+broker classes (thread pools, Netty tuning, DLedger, ...; common/keycatalog.py)
+are accepted and kept in `rocketmq_only`, each with the reason it has no
+effect here (`ignored_keys`). A key known to neither raises `ConfigError`
+naming it and the nearest known key (RocketMQ drops such keys silently; we
+do not). RocketMQ's `tls.*` keys (JVM system properties there) may be written
+in broker.conf too; they become `tls`, a `TlsSettings` (remoting/tls.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -21,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orbitmq.broker.schedule import parse_delay_levels
-from orbitmq.common.javaprops import java_double, java_long
+from orbitmq.common.javaprops import java_double, java_int, java_long
+from orbitmq.common.keycatalog import BROKER_KEYS, KeySpec, parse_java_boolean, suggest
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import TlsSettings, split_tls_properties
+from orbitmq.store import config as store_keys
 from orbitmq.store.config import BrokerRole, StoreConfig
 
 #: metricsExporterType values OrbitMQ serves (RocketMQ 5 also has OTLP_GRPC and LOG).
@@ -164,6 +170,10 @@ class BrokerConfig:
     #: tls.server.mode for the client, VIP and HA ports; tls.enable for the broker's own
     #: connections (NameServers, its master's remoting and HA ports).
     tls: TlsSettings = field(default_factory=TlsSettings)
+    #: RocketMQ keys given that have no effect here (keycatalog.py says why), with their values.
+    rocketmq_only: tuple[tuple[str, str], ...] = ()
+    #: The broker.conf read at start (`-c`); UPDATE_BROKER_CONFIG rewrites it. Not a key.
+    config_file: str = ""
 
     # --- derived values ----------------------------------------------------
 
@@ -222,33 +232,69 @@ class BrokerConfig:
         Raises ConfigError naming the first key that is unknown or malformed.
         """
         tls_props, props = split_tls_properties(props)
-        broker_values, store_props = split_properties(props)
+        broker_values, store_props, inert = split_properties(props)
         try:
             store = StoreConfig.from_properties(store_props)
             tls = TlsSettings.from_properties(tls_props)
         except ConfigError as exc:
             raise ConfigError(f"broker.conf: {exc}") from exc
-        config = cls(store=store, tls=tls, **broker_values)
+        config = cls(store=store, tls=tls, rocketmq_only=tuple(inert.items()), **broker_values)
         config.validate()
         return config
 
     def with_properties(self, props: Mapping[str, str]) -> BrokerConfig:
-        """A copy with broker keys replaced (UPDATE_BROKER_CONFIG). Store keys need a restart."""
+        """A copy with keys replaced (UPDATE_BROKER_CONFIG).
+
+        Store keys the running store reads on every use (fileReservedTime, deleteWhen,
+        diskMaxUsedSpaceRatio, maxTransfer*, ...; store.config.RUNTIME_FIELDS) change; the others
+        are refused naming the key, as are keys that shape listeners or the ACL check. Keys with
+        no effect here are recorded, as RocketMQ records them.
+        """
         tls_props, props = split_tls_properties(props)
         if tls_props:
             # Turning TLS off over the wire would undo it for every later connection.
             raise ConfigError(f"{next(iter(tls_props))} needs a broker restart to change")
-        broker_values, store_props = split_properties(props)
+        broker_values, store_props, inert = split_properties(props)
+        store = self.store
         if store_props:
-            key = next(iter(store_props))
-            raise ConfigError(f"{key} is a store setting and cannot change while the broker runs")
+            store = StoreConfig.from_properties({**self.store.to_properties(), **store_props})
+            for key in store.changed_keys(self.store):
+                if store_keys.field_of(key) not in store_keys.RUNTIME_FIELDS:
+                    raise ConfigError(
+                        f"{key} is read when the store opens and cannot change while the broker runs; "
+                        "set it in the config file and restart the broker"
+                    )
         for name in _RESTART_ONLY:
             if name in broker_values and broker_values[name] != getattr(self, name):
                 # Turning ACL off over the wire would let a request lift its own check.
                 raise ConfigError(f"{_FIELD_TO_KEY[name]} needs a broker restart to change")
-        updated = dataclasses.replace(self, **broker_values)
+        rocketmq_only = {**dict(self.rocketmq_only), **inert}
+        updated = dataclasses.replace(self, store=store, rocketmq_only=tuple(rocketmq_only.items()), **broker_values)
         updated.validate()
         return updated
+
+    @property
+    def ignored_keys(self) -> list[tuple[str, str]]:
+        """(key, why it has no effect) for each RocketMQ key given that OrbitMQ does not apply."""
+        return [(key, BROKER_KEYS[key].ignored) for key, _ in self.rocketmq_only]
+
+    def log_ignored_keys(self, logger: logging.Logger) -> None:
+        """One WARN line per RocketMQ key given that has no effect here, naming the key and why."""
+        for key, value in self.rocketmq_only:
+            logger.warning("config key %s=%s has no effect in OrbitMQ: %s", key, value, BROKER_KEYS[key].ignored)
+
+    def file_properties(self) -> dict[str, str]:
+        """What UPDATE_BROKER_CONFIG writes back to the config file, as RocketMQ rewrites it whole:
+        every key OrbitMQ applies, and the keys without effect here that were given (those never
+        set stay out, so the next start warns about the same keys as this one)."""
+        props = self.to_properties(reveal_secrets=True)
+        given = dict(self.rocketmq_only)
+        for key, spec in BROKER_KEYS.items():
+            if spec.ignored and key not in given:
+                props.pop(key, None)
+        if not self.broker_ip1:
+            del props["brokerIP1"]  # keep finding the host's address rather than pinning today's
+        return props
 
     @property
     def delay_levels_ms(self) -> tuple[int, ...]:
@@ -297,11 +343,13 @@ class BrokerConfig:
             if not sep or not host or not port.isdigit():
                 raise ConfigError(f"namesrvAddr entry {addr!r} is not host:port")
 
-    def to_properties(self) -> dict[str, str]:
-        """Broker settings under RocketMQ names, plus the store's (GET_BROKER_CONFIG)."""
+    def to_properties(self, *, reveal_secrets: bool = False) -> dict[str, str]:
+        """Every key, as GET_BROKER_CONFIG shows them: broker settings under RocketMQ names, the
+        store's, TLS's, and every other key of RocketMQ's broker classes (the value given, else
+        RocketMQ's default). Secrets are masked unless `reveal_secrets` (the config file)."""
         out: dict[str, str] = {}
         for f in dataclasses.fields(self):
-            if f.name in ("store", "tls"):
+            if f.name in _NOT_KEYS:
                 continue
             value = getattr(self, f.name)
             if f.name == "namesrv_addrs":
@@ -310,7 +358,7 @@ class BrokerConfig:
                 text = "true" if value else "false"
             else:
                 text = str(value)
-            if f.name in _SECRETS and text:
+            if f.name in _SECRETS and text and not reveal_secrets:
                 text = "******"  # never handed out over the wire
             out[_FIELD_TO_KEY[f.name]] = text
         out["brokerIP1"] = self.advertised_ip
@@ -318,6 +366,10 @@ class BrokerConfig:
         store_props = getattr(self.store, "to_properties", None)
         if callable(store_props):
             out.update({str(k): str(v) for k, v in store_props().items()})
+        given = dict(self.rocketmq_only)
+        for key, spec in BROKER_KEYS.items():
+            if key not in out:
+                out[key] = given.get(key, spec.default)
         return out
 
 
@@ -331,6 +383,8 @@ _RESTART_ONLY = (
 )
 #: Shown masked by GET_BROKER_CONFIG.
 _SECRETS = frozenset({"broker_secret_key", "ha_secret"})
+#: Fields that are not one key each.
+_NOT_KEYS = frozenset({"store", "tls", "rocketmq_only", "config_file"})
 
 #: RocketMQ property names whose Python name is not a plain camelCase conversion.
 _SPECIAL_KEYS: dict[str, str] = {
@@ -349,7 +403,7 @@ def _camel(name: str) -> str:
 
 
 _FIELDS: dict[str, dataclasses.Field[Any]] = {
-    f.name: f for f in dataclasses.fields(BrokerConfig) if f.name not in ("store", "tls")
+    f.name: f for f in dataclasses.fields(BrokerConfig) if f.name not in _NOT_KEYS
 }
 _KEY_TO_FIELD: dict[str, str] = {_camel(name): name for name in _FIELDS}
 _KEY_TO_FIELD.update(_SPECIAL_KEYS)
@@ -365,17 +419,32 @@ def _convert(key: str, name: str, raw: str) -> Any:
         if name == "namesrv_addrs":
             return tuple(a.strip() for a in text.split(";") if a.strip())
         if kind == "bool":
-            lowered = text.lower()
-            if lowered not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return lowered == "true"
+            return parse_java_boolean(text)
         if kind == "int":
-            return java_long(text)
+            spec = BROKER_KEYS.get(_FIELD_TO_KEY[name])
+            return java_int(text) if spec is not None and spec.java_type == "int" else java_long(text)
         if kind == "float":
             return java_double(text)
         return text
     except ValueError as exc:
         raise ConfigError(f"{key}={raw!r}: {exc}") from exc
+
+
+def _check_inert(key: str, spec: KeySpec, raw: str) -> str:
+    """The value of a key OrbitMQ does not apply, checked as RocketMQ would parse it."""
+    text = raw.strip()
+    try:
+        if spec.java_type == "boolean":
+            return "true" if parse_java_boolean(text) else "false"
+        if spec.java_type == "int":
+            return str(java_int(text))
+        if spec.java_type == "long":
+            return str(java_long(text))
+        if spec.java_type in ("double", "float"):
+            java_double(text)
+    except ValueError as exc:
+        raise ConfigError(f"{key}={raw!r}: {exc}") from exc
+    return text
 
 
 #: RocketMQ 4.x spells some store keys with one "p"; broker.conf files carry either spelling.
@@ -385,17 +454,38 @@ _STORE_KEY_ALIASES: dict[str, str] = {
 }
 
 
-def split_properties(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Split properties into converted broker fields and the rest (for the store)."""
+def known_keys() -> list[str]:
+    """Every key broker.conf may hold (for suggestions): OrbitMQ's and RocketMQ's."""
+    keys = set(_FIELD_TO_KEY.values()) | set(BROKER_KEYS) | set(_STORE_KEY_ALIASES)
+    keys.update(store_keys.key_of(f.name) for f in dataclasses.fields(StoreConfig))
+    return sorted(keys)
+
+
+def split_properties(
+    props: Mapping[str, str],
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """Split properties into converted broker fields, store keys, and RocketMQ keys without effect here.
+
+    Raises ConfigError for a key no side knows, naming the nearest known key.
+    """
     broker: dict[str, Any] = {}
-    rest: dict[str, str] = {}
+    store: dict[str, str] = {}
+    inert: dict[str, str] = {}
     for key, raw in props.items():
         name = _KEY_TO_FIELD.get(key)
-        if name is None:
-            rest[_STORE_KEY_ALIASES.get(key, key)] = raw
-        else:
+        if name is not None:
             broker[name] = _convert(key, name, str(raw))
-    return broker, rest
+            continue
+        store_key = _STORE_KEY_ALIASES.get(key, key)
+        if store_keys.field_of(store_key) is not None:
+            store[store_key] = raw
+            continue
+        spec = BROKER_KEYS.get(key)
+        if spec is not None:
+            inert[key] = _check_inert(key, spec, str(raw))
+            continue
+        raise ConfigError(f"unknown key {key!r}{suggest(key, known_keys())}")
+    return broker, store, inert
 
 
 class LiveConfig:

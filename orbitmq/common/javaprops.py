@@ -32,6 +32,14 @@ def java_long(text: str) -> int:
     return value
 
 
+def java_int(text: str) -> int:
+    """A whole number by Java's `Integer.parseInt` rules (32 bits): RocketMQ's int-typed keys."""
+    value = java_long(text)
+    if not -(2**31) <= value < 2**31:
+        raise ValueError(f"{text} is out of the 32-bit range of this setting")
+    return value
+
+
 def java_double(text: str) -> float:
     """A decimal number of a config value (Java's `Double.parseDouble` for plain decimals)."""
     if not _NUMBER.fullmatch(text):

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
+from dataclasses import replace
 
 import click
 
 from orbitmq.common.javaprops import parse_properties
+from orbitmq.common.keycatalog import NAMESRV_KEYS
 from orbitmq.errors import ConfigError
 from orbitmq.namesrv.config import NamesrvConfig, format_properties
 from orbitmq.namesrv.server import NameServer
@@ -66,7 +69,8 @@ def load_config(
     if kv_config_path is not None:
         props["kvConfigPath"] = kv_config_path
     try:
-        return NamesrvConfig.from_properties(props)
+        config = NamesrvConfig.from_properties(props)
+        return replace(config, config_file=os.path.abspath(config_file)) if config_file else config
     except ConfigError as exc:
         where = f"{config_file}: " if config_file else ""
         raise ConfigProblem(f"{where}{exc}") from None
@@ -115,8 +119,8 @@ _EPILOG = """\b
 Config file keys (RocketMQ's names; durations in ms):
   listenHost, listenPort, kvConfigPath, orderMessageEnable,
   scanNotActiveBrokerInterval (10000), brokerChannelExpiredTime (120000),
-  maxFrameLength, remotingMemoryBudget (bytes, 268435456), rocketmqHome,
-  productEnvName, clusterTest.
+  maxFrameLength, remotingMemoryBudget (bytes, 268435456), configStorePath
+  (where updateNamesrvConfig writes the configuration back; default the -c file).
 Metrics: metricsExporterType=PROM serves /metrics on metricsPromExporterHost
   (default listenHost):metricsPromExporterPort (default 5557).
 OrbitMQ's own: aclEnable (writes need an admin account of aclConfigPath,
@@ -124,8 +128,8 @@ OrbitMQ's own: aclEnable (writes need an admin account of aclConfigPath,
 RocketMQ's TLS keys: tls.server.mode (disabled|permissive|enforcing),
   tls.server.certPath, tls.server.keyPath, tls.server.need.client.auth,
   tls.server.trustCertPath, tls.config.file, ... (docs/tls.md).
-RocketMQ's Netty tuning keys (serverWorkerThreads, ...) are accepted and ignored;
-any other key is an error."""
+RocketMQ's other keys (serverWorkerThreads, rocketmqHome, ...) are accepted and
+logged as having no effect (docs/config-keys.md); any other key is an error."""
 
 
 @click.command(
@@ -154,6 +158,6 @@ def namesrv_command(
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    for key in config.ignored_keys:
-        log.warning("config key %s has no effect in OrbitMQ and is ignored", key)
+    for key, value in config.rocketmq_only:
+        log.warning("config key %s=%s has no effect in OrbitMQ: %s", key, value, NAMESRV_KEYS[key].ignored)
     run(serve(config))  # on uvloop when installed

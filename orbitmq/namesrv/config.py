@@ -1,10 +1,11 @@
 """NameServer configuration: a frozen dataclass read from RocketMQ's namesrv.properties keys.
 
 Keys come in RocketMQ's spelling (`listenPort`, `kvConfigPath`,
-`orderMessageEnable`, ...) so an existing namesrv.properties works. A key we do
-not know raises ConfigError naming it; RocketMQ's Netty tuning keys, which
-have no counterpart in an asyncio server, are accepted and reported in
-`ignored_keys` so the command line can warn about them. RocketMQ's `tls.*`
+`orderMessageEnable`, ...) so an existing namesrv.properties works. The other
+keys of RocketMQ 4.9's NamesrvConfig and NettyServerConfig (Netty tuning, ...;
+common/keycatalog.py) are accepted, kept in `rocketmq_only` and reported in
+`ignored_keys` so the command line can warn about them. A key known to neither
+raises ConfigError naming it and the nearest known key. RocketMQ's `tls.*`
 keys (JVM system properties there) are accepted too and become `tls`.
 """
 
@@ -15,7 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from orbitmq.common.javaprops import format_properties as format_java_properties
-from orbitmq.common.javaprops import java_long
+from orbitmq.common.javaprops import java_double, java_int, java_long
+from orbitmq.common.keycatalog import NAMESRV_KEYS, parse_java_boolean, suggest
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import TlsSettings, split_tls_properties
 
@@ -34,6 +36,9 @@ class NamesrvConfig:
     #: RocketMQ's name server port, so existing clients find us.
     listen_port: int = 9876
     kv_config_path: str = ""
+    #: Where UPDATE_NAMESRV_CONFIG writes the whole configuration back. Empty: the -c file
+    #: (`config_file`); RocketMQ's default is ${user.home}/namesrv/namesrv.properties.
+    config_store_path: str = ""
     #: When true, GET_ROUTEINFO_BY_TOPIC adds orderTopicConf from the ORDER_TOPIC_CONFIG namespace.
     order_message_enable: bool = False
     #: How often silent brokers are looked for (10 s in RocketMQ 4.x).
@@ -44,9 +49,6 @@ class NamesrvConfig:
     max_frame_length: int = 16 << 20
     #: Bytes all connections may hold in unfinished frames and unread output (remoting/budget.py).
     remoting_memory_budget: int = 256 << 20
-    rocketmq_home: str = ""
-    product_env_name: str = "center"
-    cluster_test: bool = False
     #: Not RocketMQ keys (4.x NameServers check nothing): with ACL on, the writes (REGISTER_BROKER,
     #: UNREGISTER_BROKER, PUT/DELETE_KV_CONFIG, UPDATE_NAMESRV_CONFIG, WIPE/ADD_WRITE_PERM_OF_BROKER,
     #: DELETE_TOPIC_IN_NAMESRV) need a signed request of an admin account of aclConfigPath, a
@@ -58,8 +60,10 @@ class NamesrvConfig:
     metrics_exporter_type: str = "DISABLE"
     metrics_prom_exporter_host: str = ""
     metrics_prom_exporter_port: int = 5557
-    #: RocketMQ keys that were given but have no effect here.
-    ignored_keys: tuple[str, ...] = ()
+    #: RocketMQ keys that were given but have no effect here, with their values.
+    rocketmq_only: tuple[tuple[str, str], ...] = ()
+    #: The properties file read at start (`-c`). Not a key.
+    config_file: str = ""
     #: tls.server.mode and the rest of RocketMQ's tls.* settings for the listening port.
     tls: TlsSettings = field(default_factory=TlsSettings)
 
@@ -76,6 +80,17 @@ class NamesrvConfig:
                      "remoting_memory_budget"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_KEY_OF_FIELD[name]} must be positive, got {getattr(self, name)}")
+
+    @property
+    def ignored_keys(self) -> tuple[str, ...]:
+        """RocketMQ keys given that have no effect here (keycatalog.py says why)."""
+        return tuple(key for key, _ in self.rocketmq_only)
+
+    @property
+    def persist_path(self) -> str:
+        """The file UPDATE_NAMESRV_CONFIG rewrites: configStorePath, else the -c file, else none."""
+        path = self.config_store_path or self.config_file
+        return os.path.abspath(os.path.expanduser(path)) if path else ""
 
     @property
     def acl_file(self) -> str:
@@ -102,16 +117,19 @@ class NamesrvConfig:
             if at_runtime:
                 raise ConfigError(f"namesrv config key {next(iter(tls_props))} cannot be changed while running")
             changes["tls"] = TlsSettings.from_properties(tls_props)
-        ignored = list(self.ignored_keys)
+        inert = dict(self.rocketmq_only)
         for key, raw in props.items():
             key = key.strip()
-            if key in INERT_KEYS:
-                if key not in ignored:
-                    ignored.append(key)
-                continue
             spec = _KEYS.get(key)
             if spec is None:
-                raise ConfigError(f"unknown namesrv config key: {key}")
+                catalogued = NAMESRV_KEYS.get(key)
+                if catalogued is None:
+                    raise ConfigError(f"unknown namesrv config key: {key}{suggest(key, [*_KEYS, *NAMESRV_KEYS])}")
+                try:
+                    inert[key] = _check_inert(catalogued.java_type, raw.strip())
+                except ValueError as exc:
+                    raise ConfigError(f"bad value for namesrv config key {key}: {raw!r} ({exc})") from None
+                continue
             name, parse = spec
             if at_runtime and key in STARTUP_ONLY_KEYS:
                 raise ConfigError(f"namesrv config key {key} cannot be changed while running")
@@ -119,7 +137,17 @@ class NamesrvConfig:
                 changes[name] = parse(raw.strip())
             except ValueError as exc:
                 raise ConfigError(f"bad value for namesrv config key {key}: {raw!r} ({exc})") from None
-        return replace(self, ignored_keys=tuple(ignored), **changes)  # type: ignore[arg-type]
+        return replace(self, rocketmq_only=tuple(inert.items()), **changes)  # type: ignore[arg-type]
+
+    def file_properties(self) -> dict[str, str]:
+        """What UPDATE_NAMESRV_CONFIG writes back: every key OrbitMQ applies, and the keys without
+        effect here that were given (those never set stay out, so a restart warns about the same)."""
+        props = self.to_properties()
+        given = dict(self.rocketmq_only)
+        for key, spec in NAMESRV_KEYS.items():
+            if spec.ignored and key not in given:
+                props.pop(key, None)
+        return props
 
     def to_properties(self) -> dict[str, str]:
         """Every setting under its RocketMQ key, values as a properties file writes them."""
@@ -131,16 +159,30 @@ class NamesrvConfig:
             value = getattr(self, f.name)
             out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
         out.update(self.tls.to_properties())
+        given = dict(self.rocketmq_only)
+        for key, spec in NAMESRV_KEYS.items():
+            if key not in out:
+                out[key] = given.get(key, spec.default)
         return out
+
+
+def _check_inert(java_type: str, text: str) -> str:
+    """A value of a key without effect here, checked as RocketMQ would parse it (ValueError)."""
+    if java_type == "boolean":
+        return "true" if parse_java_boolean(text) else "false"
+    if java_type == "int":
+        return str(java_int(text))
+    if java_type == "long":
+        return str(java_long(text))
+    if java_type in ("double", "float"):
+        java_double(text)
+    return text
 
 
 def _parse_bool(text: str) -> bool:
     # Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
     # We are stricter so a typo is noticed.
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise ValueError("expected true or false")
+    return parse_java_boolean(text)
 
 
 def _parse_int(text: str) -> int:
@@ -155,14 +197,12 @@ _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "listenHost": ("listen_host", _parse_str),
     "listenPort": ("listen_port", _parse_int),
     "kvConfigPath": ("kv_config_path", _parse_str),
+    "configStorePath": ("config_store_path", _parse_str),
     "orderMessageEnable": ("order_message_enable", _parse_bool),
     "scanNotActiveBrokerInterval": ("scan_not_active_broker_interval_ms", _parse_int),
     "brokerChannelExpiredTime": ("broker_channel_expired_time_ms", _parse_int),
     "maxFrameLength": ("max_frame_length", _parse_int),
     "remotingMemoryBudget": ("remoting_memory_budget", _parse_int),
-    "rocketmqHome": ("rocketmq_home", _parse_str),
-    "productEnvName": ("product_env_name", _parse_str),
-    "clusterTest": ("cluster_test", _parse_bool),
     "aclEnable": ("acl_enable", _parse_bool),
     "aclConfigPath": ("acl_config_path", _parse_str),
     "metricsExporterType": ("metrics_exporter_type", _parse_str),
@@ -176,30 +216,11 @@ KNOWN_KEYS = frozenset(_KEYS)
 
 #: Keys that bind sockets or open files at start-up.
 STARTUP_ONLY_KEYS = frozenset({
-    "listenHost", "listenPort", "kvConfigPath", "maxFrameLength", "remotingMemoryBudget", "rocketmqHome",
+    "listenHost", "listenPort", "kvConfigPath", "configStorePath", "maxFrameLength", "remotingMemoryBudget",
     # Turning ACL off over the wire would let a request lift its own check.
     "aclEnable", "aclConfigPath",
     "metricsExporterType", "metricsPromExporterHost", "metricsPromExporterPort",
 })
-
-#: RocketMQ 4.x namesrv keys that tune Netty thread pools, buffers and its
-#: config store; an asyncio server on one event loop has nothing to tune.
-INERT_KEYS = frozenset(
-    {
-        "configStorePath",
-        "serverWorkerThreads",
-        "serverCallbackExecutorThreads",
-        "serverSelectorThreads",
-        "serverOnewaySemaphoreValue",
-        "serverAsyncSemaphoreValue",
-        "serverChannelMaxIdleTimeSeconds",
-        "serverSocketSndBufSize",
-        "serverSocketRcvBufSize",
-        "serverPooledByteBufAllocatorEnable",
-        "useEpollNativeSelector",
-    }
-)
-
 
 def format_properties(props: Mapping[str, str]) -> str:
     """Properties text with one `key=value` line per entry, as GET_NAMESRV_CONFIG returns it."""

@@ -13,12 +13,13 @@ time out; an explicit answer is kinder and no client depends on the silence.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
 from collections.abc import Awaitable, Callable
 
 from orbitmq.common.javaprops import parse_properties
-from orbitmq.errors import ConfigError
+from orbitmq.errors import ConfigError, SystemError_
 from orbitmq.namesrv import bodies
 from orbitmq.namesrv.config import NamesrvConfig, format_properties
 from orbitmq.namesrv.kvconfig import ORDER_TOPIC_CONFIG, KVConfig
@@ -46,6 +47,7 @@ from orbitmq.remoting.headers import (
     WipeWritePermOfBrokerResponseHeader,
 )
 from orbitmq.remoting.transport import Peer, RemotingServer
+from orbitmq.store.config_file import write_atomically
 
 log = logging.getLogger("orbitmq.namesrv")
 
@@ -105,6 +107,8 @@ class NamesrvHandlers:
         self._persist_kv = persist_kv
         self._get_config = get_config
         self._set_config = set_config
+        #: One UPDATE_NAMESRV_CONFIG at a time, so the file ends with the last one's state.
+        self._config_lock = asyncio.Lock()
 
     def register_on(self, server: RemotingServer, gate: RequestGate | None = None) -> None:
         """Register every NameServer request code on `server`; `gate` (ACL) sees each request first
@@ -311,9 +315,20 @@ class NamesrvHandlers:
             props = parse_properties(body.decode("utf-8"))
         except UnicodeDecodeError:
             raise ConfigError("namesrv config body is not UTF-8 text") from None
-        config = self._get_config().updated(props)
-        self._set_config(config)
-        log.info("namesrv config updated by %s: %s", peer.addr, ", ".join(f"{k}={v}" for k, v in props.items()))
+        async with self._config_lock:
+            config = self._get_config().updated(props)
+            self._set_config(config)
+            log.info("namesrv config updated by %s: %s", peer.addr, ", ".join(f"{k}={v}" for k, v in props.items()))
+            path = config.persist_path
+            if path:
+                # RocketMQ's Configuration.persist: the whole configuration replaces the file.
+                text = format_properties(config.file_properties())
+                try:
+                    await asyncio.to_thread(write_atomically, path, text)
+                except OSError as exc:
+                    raise SystemError_(
+                        f"the new config is in effect but could not be written to {path}: {exc.strerror or exc}"
+                    ) from None
         return request.response()
 
     async def get_namesrv_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:

@@ -124,10 +124,13 @@ class CleanService:
             )
         return ""
 
+    def update_config(self, config: StoreConfig) -> None:
+        """Use new retention, watermark and pacing settings from the next round on."""
+        self._config = config
+
     async def run(self) -> None:
-        interval = self._config.clean_resource_interval / 1000.0
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(self._config.clean_resource_interval / 1000.0)
             try:
                 await self.clean_once()
             except OSError as exc:

@@ -91,6 +91,13 @@ class CommitLog:
             config.max_record_size, config.mapped_file_size_commit_log - END_FILE_MIN_BLANK_LENGTH
         )
 
+    def update_config(self, config: StoreConfig) -> None:
+        """Take a new maxMessageSize (the file size and folders stay those of the start)."""
+        self.config = config
+        self._max_record = min(
+            config.max_record_size, config.mapped_file_size_commit_log - END_FILE_MIN_BLANK_LENGTH
+        )
+
     # --- appending -----------------------------------------------------------
 
     def _topic_utf8(self, topic: str) -> bytes:

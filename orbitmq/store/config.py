@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from orbitmq.common.javaprops import java_double, java_long
+from orbitmq.common.javaprops import java_double, java_int, java_long
+from orbitmq.common.keycatalog import BROKER_KEYS, parse_java_boolean, suggest
 from orbitmq.errors import ConfigError
 from orbitmq.store.paths import store_path
 
@@ -48,6 +49,10 @@ class StoreConfig:
     store_path_root_dir: str = os.path.join("~", "store")
     #: CommitLog folder; empty means `<root>/commitlog`.
     store_path_commit_log: str = ""
+    #: ConsumeQueue and index folders; empty means `<root>/consumequeue` and `<root>/index`.
+    #: Not RocketMQ 4.9 keys (it always derives them from the root), but its users set them.
+    store_path_consume_queue: str = ""
+    store_path_index: str = ""
     #: Bytes per CommitLog file (1 GiB). Tests use a few KiB.
     mapped_file_size_commit_log: int = 1 << 30
     #: Bytes per ConsumeQueue file: 300,000 entries of 20 bytes.
@@ -136,11 +141,11 @@ class StoreConfig:
 
     @property
     def consume_queue_dir(self) -> str:
-        return store_path(self.root_dir, "consumequeue")
+        return os.path.expanduser(self.store_path_consume_queue) or store_path(self.root_dir, "consumequeue")
 
     @property
     def index_dir(self) -> str:
-        return store_path(self.root_dir, "index")
+        return os.path.expanduser(self.store_path_index) or store_path(self.root_dir, "index")
 
     @property
     def checkpoint_path(self) -> str:
@@ -211,13 +216,22 @@ class StoreConfig:
         for key, raw in props.items():
             name = _KEY_TO_FIELD.get(key)
             if name is None:
-                raise ConfigError(f"unknown store setting {key!r}")
+                raise ConfigError(f"unknown store setting {key!r}{suggest(key, _FIELD_TO_KEY.values())}")
             values[name] = _convert(key, name, str(raw))
+        ratio = values.get("disk_max_used_space_ratio")
+        if ratio is not None:
+            # RocketMQ's getter clamps the percentage to 10..95 rather than refusing it.
+            values["disk_max_used_space_ratio"] = min(max(ratio, 10), 95)
         values.update(overrides)
         try:
             return cls(**values)
         except TypeError as exc:
             raise ConfigError(str(exc)) from exc
+
+    def changed_keys(self, other: StoreConfig) -> list[str]:
+        """RocketMQ names of the settings whose values differ between `self` and `other`."""
+        return [_FIELD_TO_KEY[f.name] for f in dataclasses.fields(self)
+                if getattr(self, f.name) != getattr(other, f.name)]
 
     def to_properties(self) -> dict[str, str]:
         """Settings under RocketMQ names, as GET_BROKER_CONFIG shows them."""
@@ -278,17 +292,37 @@ _KEY_TO_FIELD.update(
 )
 
 
+#: Settings UPDATE_BROKER_CONFIG may change while the store runs: the cleaning service, the
+#: reader and the put path read them from the store's current config on every use.
+RUNTIME_FIELDS = frozenset({
+    "file_reserved_time", "delete_when", "disk_max_used_space_ratio", "disk_space_clean_forcibly_ratio",
+    "disk_space_warning_level_ratio", "clean_file_forcibly_enable", "delete_commit_log_files_interval",
+    "delete_consume_queue_files_interval", "destroy_mapped_file_interval_forcibly", "clean_resource_interval",
+    "max_transfer_bytes_on_message_in_memory", "max_transfer_count_on_message_in_memory",
+    "max_transfer_bytes_on_message_in_disk", "max_transfer_count_on_message_in_disk",
+    "access_message_in_memory_max_ratio", "max_message_size", "os_page_cache_busy_timeout_mills",
+})
+
+
+def key_of(name: str) -> str:
+    """The RocketMQ key of a StoreConfig field."""
+    return _FIELD_TO_KEY[name]
+
+
+def field_of(key: str) -> str | None:
+    """The StoreConfig field a key (RocketMQ or Python spelling) sets, or None."""
+    return _KEY_TO_FIELD.get(key)
+
+
 def _convert(key: str, name: str, raw: str) -> Any:
     kind = _FIELDS[name].type
     text = raw.strip()
     try:
         if kind == "bool":
-            lowered = text.lower()
-            if lowered not in ("true", "false"):
-                raise ValueError("expected true or false")
-            return lowered == "true"
+            return parse_java_boolean(text)
         if kind == "int":
-            return java_long(text)
+            spec = BROKER_KEYS.get(_FIELD_TO_KEY[name])
+            return java_int(text) if spec is not None and spec.java_type == "int" else java_long(text)
         if kind == "float":
             return java_double(text)
         if kind == "FlushDiskType":
@@ -300,4 +334,4 @@ def _convert(key: str, name: str, raw: str) -> Any:
         raise ConfigError(f"{key}={raw!r}: {exc}") from exc
 
 
-__all__ = ["CQ_UNIT_SIZE", "BrokerRole", "FlushDiskType", "StoreConfig"]
+__all__ = ["CQ_UNIT_SIZE", "RUNTIME_FIELDS", "BrokerRole", "FlushDiskType", "StoreConfig", "field_of", "key_of"]

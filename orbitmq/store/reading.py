@@ -32,8 +32,12 @@ class QueueReader:
     """`get_message` over a CommitLog and its ConsumeQueues."""
 
     def __init__(self, config: StoreConfig, commitlog: CommitLog) -> None:
-        self.config = config
         self.commitlog = commitlog
+        self.update_config(config)
+
+    def update_config(self, config: StoreConfig) -> None:
+        """Use new pull limits (maxTransfer*, accessMessageInMemoryMaxRatio) from the next read on."""
+        self.config = config
         #: Bytes behind the CommitLog head beyond which data is assumed on disk, not in memory.
         self.memory_window = TOTAL_PHYSICAL_MEMORY * config.access_message_in_memory_max_ratio // 100
 

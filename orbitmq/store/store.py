@@ -43,7 +43,7 @@ from orbitmq.store.api import (
 from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remove_abort_marker
 from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
 from orbitmq.store.commitlog import AppendFailure, CommitLog
-from orbitmq.store.config import BrokerRole, FlushDiskType, StoreConfig
+from orbitmq.store.config import RUNTIME_FIELDS, BrokerRole, FlushDiskType, StoreConfig, key_of
 from orbitmq.store.consumequeue import ConsumeQueue
 from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher, is_topic_dir
 from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
@@ -214,6 +214,19 @@ class DefaultMessageStore:
         self.checkpoint.logics_phy_offset = end
         self.checkpoint.flush()
         create_abort_marker(config.abort_path)
+
+    def update_config(self, config: StoreConfig) -> None:
+        """Apply settings changed at run time (UPDATE_BROKER_CONFIG); only `RUNTIME_FIELDS` may differ."""
+        changed = [key_of(f) for f in RUNTIME_FIELDS if getattr(config, f) != getattr(self.config, f)]
+        fixed = [k for k in self.config.changed_keys(config) if k not in changed]
+        if fixed:
+            raise ValueError(f"{', '.join(fixed)} cannot change while the store runs")
+        self.config = config
+        self.commitlog.update_config(config)
+        self.reader.update_config(config)
+        self.cleaner.update_config(config)
+        if changed:
+            log.info("store settings changed: %s", ", ".join(sorted(changed)))
 
     async def close(self) -> None:
         """Flush everything and release the folder. Safe to call twice."""

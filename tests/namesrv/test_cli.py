@@ -94,7 +94,7 @@ def test_netty_tuning_keys_are_accepted_with_a_warning(tmp_path: Path) -> None:
     conf.write_text(f"serverWorkerThreads=8\nkvConfigPath={tmp_path / 'kv.json'}\n")
     server = start_server(orbitmq_command("namesrv", "-c", str(conf), "--listen", "127.0.0.1:0"))
     try:
-        eventually(lambda: any("serverWorkerThreads has no effect" in line for line in server.output), timeout=10)
+        eventually(lambda: any("serverWorkerThreads=8 has no effect" in line for line in server.output), timeout=10)
     finally:
         server.stop()
 

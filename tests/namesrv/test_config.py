@@ -69,7 +69,11 @@ def test_to_properties_round_trips() -> None:
     config = NamesrvConfig.from_properties({"listenPort": "1234", "orderMessageEnable": "true"})
     text = format_properties(config.to_properties())
     assert "listenPort=1234\n" in text and "orderMessageEnable=true\n" in text
-    assert NamesrvConfig.from_properties(parse_properties(text)) == config
+    again = NamesrvConfig.from_properties(parse_properties(text))
+    assert again.to_properties() == config.to_properties()
+    # The file UPDATE_NAMESRV_CONFIG writes reads back to the same config.
+    saved = format_properties(config.file_properties())
+    assert NamesrvConfig.from_properties(parse_properties(saved)) == config
 
 
 def test_properties_parser_follows_java_rules() -> None:

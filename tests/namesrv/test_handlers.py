@@ -282,3 +282,32 @@ async def test_garbage_bodies_get_system_error_and_the_server_keeps_serving(name
             response = await namesrv.call(code, header, garbage)
             assert response.code == ResponseCode.SYSTEM_ERROR and response.remark, (code, garbage)
     assert (await namesrv.call(RequestCode.GET_BROKER_CLUSTER_INFO)).code == ResponseCode.SUCCESS
+
+
+async def test_namesrv_config_update_is_written_back_to_its_config_file(tmp_path: Path) -> None:
+    """RocketMQ's NamesrvController persists UPDATE_NAMESRV_CONFIG (Configuration.persist) to configStorePath;
+    OrbitMQ uses configStorePath when given, else the -c file."""
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("orderMessageEnable=false\nserverWorkerThreads=16\n")
+    from dataclasses import replace
+
+    from orbitmq.common.javaprops import parse_properties
+
+    config = NamesrvConfig.from_properties({
+        **parse_properties(conf.read_text()), "listenHost": "127.0.0.1", "listenPort": "0",
+        "kvConfigPath": str(tmp_path / "kv.json"),
+    })
+    config = replace(config, config_file=str(conf))
+    async with NameServer(config) as ns, RemotingClient() as client:
+        host, port = ns.address
+        namesrv = Namesrv(ns, client, f"{host}:{port}")
+        shown = (await namesrv.call(RequestCode.GET_NAMESRV_CONFIG)).body_bytes().decode()
+        assert "serverWorkerThreads=16\n" in shown and "serverSelectorThreads=3\n" in shown
+        ok = await namesrv.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnable=true\n")
+        assert ok.code == ResponseCode.SUCCESS
+        saved = parse_properties(conf.read_text())
+        assert saved["orderMessageEnable"] == "true" and saved["serverWorkerThreads"] == "16"
+        assert NamesrvConfig.from_properties(saved).order_message_enable is True
+        typo = await namesrv.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"orderMessageEnabled=false\n")
+        assert typo.code == ResponseCode.SYSTEM_ERROR and "did you mean orderMessageEnable?" in (typo.remark or "")
+        assert parse_properties(conf.read_text())["orderMessageEnable"] == "true"

@@ -212,3 +212,25 @@ async def test_a_restart_after_cleaning_keeps_the_advanced_min_offsets(tmp_path:
             assert first.queue_offset == min_offsets[0]
         result = await store.put_message(message(queue_id=1))
         assert result.append_result is not None and result.append_result.logics_offset == max_offsets[1]
+
+
+async def test_retention_and_delete_hour_changed_at_run_time_take_effect_on_the_next_round(tmp_path: Path) -> None:
+    """UPDATE_BROKER_CONFIG's fileReservedTime/deleteWhen reach the running cleaner (RocketMQ's
+    CleanCommitLogService reads MessageStoreConfig on every round)."""
+    import dataclasses
+
+    clock = FakeClock()
+    config = small_config(tmp_path, file_reserved_time=72, delete_when=other_hour(FakeClock(clock.now_ms + 5 * HOUR_MS)))
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.2)) as store:
+        await fill_files(store, 60)
+        files = commit_log_names(store)
+        clock.advance(5 * HOUR_MS)
+        assert await store.cleaner.clean_once() == 0, "within 72 h and outside the delete hour"
+        store.update_config(dataclasses.replace(config, file_reserved_time=1, delete_when=hour_of(clock)))
+        assert await store.cleaner.clean_once() == len(files) - 1
+        try:
+            store.update_config(dataclasses.replace(config, mapped_file_size_commit_log=1 << 20))
+        except ValueError as exc:
+            assert "mappedFileSizeCommitLog" in str(exc)
+        else:
+            raise AssertionError("a file size change must be refused while the store runs")

@@ -42,12 +42,32 @@ def test_unknown_key_is_refused_by_name() -> None:
         ("deleteWhen", "25"),
         ("flushDiskType", "NEVER"),
         ("checkCRCOnRecover", "yes"),
-        ("diskMaxUsedSpaceRatio", "99"),
+        ("diskMaxUsedSpaceRatio", "75%"),
+        ("mappedFileSizeCommitLog", "4294967296"),  # an int key: Integer.parseInt refuses it
     ],
 )
 def test_malformed_values_raise_config_error(key: str, value: str) -> None:
     with pytest.raises(ConfigError):
         StoreConfig.from_properties({key: value})
+
+
+@pytest.mark.parametrize("value,effective", [("99", 95), ("5", 10), ("75", 75)])
+def test_disk_max_used_space_ratio_is_a_percentage_clamped_as_rocketmq_does(value: str, effective: int) -> None:
+    """MessageStoreConfig.getDiskMaxUsedSpaceRatio clamps to 10..95 instead of refusing the file."""
+    assert StoreConfig.from_properties({"diskMaxUsedSpaceRatio": value}).disk_max_used_space_ratio == effective
+
+
+def test_store_paths_of_consume_queues_and_indexes_can_be_placed_apart(tmp_path: object) -> None:
+    config = StoreConfig.from_properties(
+        {"storePathRootDir": "/data/store", "storePathConsumeQueue": "/fast/cq", "storePathIndex": "/fast/index"}
+    )
+    assert (config.consume_queue_dir, config.index_dir) == ("/fast/cq", "/fast/index")
+    assert StoreConfig.from_properties({"storePathRootDir": "/data/store"}).index_dir == "/data/store/index"
+
+
+def test_unknown_key_names_the_nearest_known_one() -> None:
+    with pytest.raises(ConfigError, match="did you mean fileReservedTime"):
+        StoreConfig.from_properties({"fileReserveTime": "48"})
 
 
 def test_to_properties_round_trips_through_from_properties() -> None:

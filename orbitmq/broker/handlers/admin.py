@@ -1,10 +1,13 @@
 """Topic and broker administration: UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER,
 GET_ALL_TOPIC_CONFIG, GET_TOPIC_NAME_LIST, GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
-GET_TOPIC_STATS_INFO, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG.
+GET_TOPIC_STATS_INFO, GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG (which also
+rewrites the broker's -c file with every key, as RocketMQ's Configuration.persist does).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,6 +27,7 @@ from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.topics import MULTI_TAG, SINGLE_TAG, TopicConfig, TopicTable
 from orbitmq.common import jsonbody, names
 from orbitmq.common.javaprops import format_properties, parse_properties
+from orbitmq.common.keycatalog import BROKER_KEYS
 from orbitmq.common.topic_config import merge_attributes
 from orbitmq.errors import ConfigError, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
@@ -31,6 +35,9 @@ from orbitmq.remoting.command import PROTOCOL_VERSION, RemotingCommand
 from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.headers import GetBrokerConfigResponseHeader
 from orbitmq.store.api import MessageStore
+from orbitmq.store.config_file import write_atomically
+
+log = logging.getLogger(__name__)
 
 #: Most queues one topic may have on a broker; guards against a typo creating millions of files.
 MAX_QUEUE_NUMS = 1024
@@ -60,6 +67,8 @@ class AdminHandlers:
         self.stats = stats
         self.topics_changed = topics_changed
         self.config_changed = config_changed
+        #: One UPDATE_BROKER_CONFIG at a time, so the config file ends with the last one's state.
+        self._update_lock = asyncio.Lock()
         #: Records a topic change and registers it with the NameServers, returning once they answered.
         self.topics_registered = topics_registered
 
@@ -204,15 +213,41 @@ class AdminHandlers:
         return response
 
     async def update_config(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """UPDATE_BROKER_CONFIG: apply what may change while running, then rewrite the config file."""
+        async with self._update_lock:
+            return await self._update_config(request)
+
+    async def _update_config(self, request: RemotingCommand) -> RemotingCommand:
         body = request.body_bytes()
         if not body:
             raise SystemError_("string2Properties error: empty body")
         try:
             props = parse_properties(body.decode("utf-8"))
-            self.live.value = self.live.value.with_properties(props)
+            updated = self.live.value.with_properties(props)
         except UnicodeDecodeError:
             raise SystemError_("update broker config failed: the body is not UTF-8") from None
         except ConfigError as exc:
             raise SystemError_(f"update broker config failed: {exc}") from None
+        store_update = getattr(self.store, "update_config", None)
+        if updated.store != self.live.value.store and callable(store_update):
+            try:
+                store_update(updated.store)
+            except ValueError as exc:
+                raise SystemError_(f"update broker config failed: {exc}") from None
+        self.live.value = updated
         self.config_changed()
+        for key in props:
+            spec = BROKER_KEYS.get(key)
+            if spec is not None and spec.ignored:
+                log.warning("config key %s was updated but has no effect in OrbitMQ: %s", key, spec.ignored)
+        if updated.config_file:
+            # RocketMQ's Configuration.persist: the whole configuration replaces the -c file.
+            text = format_properties(updated.file_properties())
+            try:
+                await asyncio.to_thread(write_atomically, updated.config_file, text)
+            except OSError as exc:
+                raise SystemError_(
+                    f"the new config is in effect but could not be written to {updated.config_file}: "
+                    f"{exc.strerror or exc}"
+                ) from None
         return request.response(ResponseCode.SUCCESS)
