@@ -1,0 +1,1 @@
+"""Developer tools run with `python -m orbitmq.tools.<name>` (documentation generators, ...)."""
