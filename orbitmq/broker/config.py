@@ -268,6 +268,12 @@ class BrokerConfig:
             if name in broker_values and broker_values[name] != getattr(self, name):
                 # Turning ACL off over the wire would let a request lift its own check.
                 raise ConfigError(f"{_FIELD_TO_KEY[name]} needs a broker restart to change")
+        for name in _READ_AT_START:
+            if name in broker_values and broker_values[name] != getattr(self, name):
+                raise ConfigError(
+                    f"{_FIELD_TO_KEY[name]} is read when the broker starts and cannot change while it runs; "
+                    "set it in the config file and restart the broker"
+                )
         rocketmq_only = {**dict(self.rocketmq_only), **inert}
         updated = dataclasses.replace(self, store=store, rocketmq_only=tuple(rocketmq_only.items()), **broker_values)
         updated.validate()
@@ -380,6 +386,15 @@ _RESTART_ONLY = (
     "acl_enable", "acl_config_path", "fast_listen_port", "fast_channel_enable", "listen_port",
     "broker_access_key", "broker_secret_key", "ha_auth_enable", "ha_secret", "remoting_memory_budget",
     "metrics_exporter_type", "metrics_prom_exporter_host", "metrics_prom_exporter_port",
+)
+#: Keys the broker reads once, at start (its identity, listeners, periodic tasks, system topics):
+#: UPDATE_BROKER_CONFIG refuses to change them rather than accept a value that does nothing.
+_READ_AT_START = (
+    "broker_cluster_name", "broker_name", "broker_id", "listen_host", "broker_ip2",
+    "channel_expired_timeout_mills", "channel_scan_interval_mills", "rebalance_lock_max_live_time",
+    "flush_consumer_offset_interval", "message_delay_level", "flush_delay_offset_interval",
+    "timer_max_delay_sec", "timer_flush_interval_ms", "cluster_topic_enable", "broker_topic_enable",
+    "trace_topic_enable", "msg_trace_topic_name", "duplicate_detection_max_entries",
 )
 #: Shown masked by GET_BROKER_CONFIG.
 _SECRETS = frozenset({"broker_secret_key", "ha_secret"})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import fcntl
 import logging
 import os
@@ -216,17 +217,17 @@ class DefaultMessageStore:
         create_abort_marker(config.abort_path)
 
     def update_config(self, config: StoreConfig) -> None:
-        """Apply settings changed at run time (UPDATE_BROKER_CONFIG); only `RUNTIME_FIELDS` may differ."""
-        changed = [key_of(f) for f in RUNTIME_FIELDS if getattr(config, f) != getattr(self.config, f)]
-        fixed = [k for k in self.config.changed_keys(config) if k not in changed]
-        if fixed:
-            raise ValueError(f"{', '.join(fixed)} cannot change while the store runs")
+        """Take the settings of `config` that may change while the store runs (`RUNTIME_FIELDS`:
+        retention, cleaning, pull limits, maxMessageSize); the others stay those of the start."""
+        changes = {f: getattr(config, f) for f in RUNTIME_FIELDS if getattr(config, f) != getattr(self.config, f)}
+        if not changes:
+            return
+        config = dataclasses.replace(self.config, **changes)
         self.config = config
         self.commitlog.update_config(config)
         self.reader.update_config(config)
         self.cleaner.update_config(config)
-        if changed:
-            log.info("store settings changed: %s", ", ".join(sorted(changed)))
+        log.info("store settings changed: %s", ", ".join(sorted(key_of(f) for f in changes)))
 
     async def close(self) -> None:
         """Flush everything and release the folder. Safe to call twice."""

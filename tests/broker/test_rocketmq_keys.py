@@ -95,8 +95,11 @@ def test_runtime_update_changes_store_keys_rocketmq_reads_live_and_refuses_the_o
     assert (updated.store.file_reserved_time, updated.store.delete_when) == (6, "01;13")
     assert updated.store.disk_max_used_space_ratio == 80
     assert dict(updated.rocketmq_only)["serverWorkerThreads"] == "4"
+    # An update that repeats a start-time value (tools send whole configs) is no change.
+    assert config.with_properties({"brokerName": "broker-tune"}).broker_name == "broker-tune"
     for key, value in [("mappedFileSizeCommitLog", "2097152"), ("storePathRootDir", "/elsewhere"),
-                       ("flushDiskType", "SYNC_FLUSH"), ("listenPort", "1")]:
+                       ("flushDiskType", "SYNC_FLUSH"), ("listenPort", "1"), ("brokerName", "other"),
+                       ("messageDelayLevel", "1s 2s"), ("flushConsumerOffsetInterval", "1000")]:
         with pytest.raises(ConfigError, match=f"{key}.*restart"):
             config.with_properties({key: value})
 
@@ -143,6 +146,18 @@ async def test_a_rocketmq_broker_conf_starts_warns_and_persists_runtime_updates(
             saved = parse_properties(conf.read_text())
             assert (saved["fileReservedTime"], saved["deleteWhen"], saved["slaveReadEnable"]) == ("12", "02;14", "true")
             assert saved["transientStorePoolEnable"] == "true" and saved["brokerName"] == "broker-tune"
+
+            # The running store reads the new pull limit (RocketMQ's getMessage reads it per call).
+            for i in range(3):
+                more = await send_v2(client, broker.addr, "KeysTopic", b"m%d" % i, queue_id=0)
+                assert more.code == ResponseCode.SUCCESS
+            before = await pull(client, broker.addr, "KeysTopic", "CG", 0, queue_id=0)
+            assert len(records(before)) >= 3
+            limit = await request(client, broker.addr, RequestCode.UPDATE_BROKER_CONFIG,
+                                  body=b"maxTransferCountOnMessageInMemory=1\n")
+            assert limit.code == ResponseCode.SUCCESS, limit.remark
+            after = await pull(client, broker.addr, "KeysTopic", "CG", 0, queue_id=0)
+            assert len(records(after)) == 1
 
             refused = await request(client, broker.addr, RequestCode.UPDATE_BROKER_CONFIG,
                                     body=b"mappedFileSizeCommitLog=2097152\n")

@@ -230,10 +230,7 @@ class AdminHandlers:
             raise SystemError_(f"update broker config failed: {exc}") from None
         store_update = getattr(self.store, "update_config", None)
         if updated.store != self.live.value.store and callable(store_update):
-            try:
-                store_update(updated.store)
-            except ValueError as exc:
-                raise SystemError_(f"update broker config failed: {exc}") from None
+            store_update(updated.store)  # with_properties let only store.config.RUNTIME_FIELDS change
         self.live.value = updated
         self.config_changed()
         for key in props:
