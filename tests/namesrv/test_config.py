@@ -102,3 +102,18 @@ def test_properties_parser_follows_java_rules() -> None:
         "g=h": "x",
         "empty": "",
     }
+
+
+def test_every_rocketmq_namesrv_key_is_accepted_and_unknown_ones_get_a_suggestion() -> None:
+    """NamesrvStartup fills NamesrvConfig and NettyServerConfig with MixAll.properties2Object."""
+    from orbitmq.common.keycatalog import NAMESRV_KEYS
+
+    given = {key: spec.default or "x" for key, spec in NAMESRV_KEYS.items()}
+    given["listenPort"] = "0"
+    config = NamesrvConfig.from_properties(given)
+    assert set(config.ignored_keys) == {k for k, s in NAMESRV_KEYS.items() if not s.applied}
+    assert set(NAMESRV_KEYS) <= set(config.to_properties())
+    with pytest.raises(ConfigError, match="did you mean orderMessageEnable"):
+        NamesrvConfig.from_properties({"orderMessageEnabled": "true"})
+    with pytest.raises(ConfigError, match="serverSocketBacklog"):
+        NamesrvConfig.from_properties({"serverSocketBacklog": "lots"})
