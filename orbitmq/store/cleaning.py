@@ -124,13 +124,10 @@ class CleanService:
             )
         return ""
 
-    def update_config(self, config: StoreConfig) -> None:
-        """Use new retention, watermark and pacing settings from the next round on."""
-        self._config = config
-
     async def run(self) -> None:
+        interval = self._config.clean_resource_interval / 1000.0
         while True:
-            await asyncio.sleep(self._config.clean_resource_interval / 1000.0)
+            await asyncio.sleep(interval)
             try:
                 await self.clean_once()
             except OSError as exc:
@@ -187,6 +184,10 @@ class CleanService:
             ratio = self.check_disk()
         self._note_nothing_to_free(ratio, retained or len(log_files.files) <= 1)
         return deleted
+
+    def update_config(self, config: StoreConfig) -> None:
+        """Use new retention, watermark and pacing settings from the next round on."""
+        self._config = config
 
     def _note_nothing_to_free(self, ratio: float, only_retained_left: bool) -> None:
         """Refuse puts when the disk is past the clean-forcibly ratio and all that is left is retained."""

@@ -297,7 +297,7 @@ _KEY_TO_FIELD.update(
 RUNTIME_FIELDS = frozenset({
     "file_reserved_time", "delete_when", "disk_max_used_space_ratio", "disk_space_clean_forcibly_ratio",
     "disk_space_warning_level_ratio", "clean_file_forcibly_enable", "delete_commit_log_files_interval",
-    "delete_consume_queue_files_interval", "destroy_mapped_file_interval_forcibly", "clean_resource_interval",
+    "delete_consume_queue_files_interval", "destroy_mapped_file_interval_forcibly",
     "max_transfer_bytes_on_message_in_memory", "max_transfer_count_on_message_in_memory",
     "max_transfer_bytes_on_message_in_disk", "max_transfer_count_on_message_in_disk",
     "access_message_in_memory_max_ratio", "max_message_size", "os_page_cache_busy_timeout_mills",
