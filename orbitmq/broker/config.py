@@ -65,6 +65,8 @@ class BrokerConfig:
     listen_port: int = 10911
     #: Interface the broker binds (not a RocketMQ key; `--listen` sets it).
     listen_host: str = "0.0.0.0"
+    #: Connections the kernel queues before the broker accepts them (client and VIP ports).
+    server_socket_backlog: int = 1024
     #: Address advertised to NameServers and written into message ids.
     #: Empty means: the listen host when it is concrete, else the host's address.
     broker_ip1: str = ""
@@ -90,6 +92,9 @@ class BrokerConfig:
     #: plain_acl.yml (RocketMQ reads ROCKETMQ_HOME/conf/plain_acl.yml). Empty means
     #: <storePathRootDir>/conf/plain_acl.yml; a relative path is taken from the working directory.
     acl_config_path: str = ""
+    #: RocketMQ's home folder: when set and aclConfigPath is not, plain_acl.yml is read from its
+    #: conf/ folder, as RocketMQ reads ${rocketmq.home.dir}/conf/plain_acl.yml.
+    rocketmq_home: str = ""
     #: The broker's own ACL account (not RocketMQ keys): it signs what the broker sends to
     #: NameServers (REGISTER_BROKER needs an admin account when the NameServer has ACL on)
     #: and, on a slave, to its master. Both or neither.
@@ -108,6 +113,11 @@ class BrokerConfig:
     fast_channel_enable: bool = True
     #: A send decoded longer ago than this is answered SYSTEM_BUSY (RocketMQ's fast failure).
     wait_time_mills_in_send_queue: int = 200
+    #: false turns that fast failure off: a send waits at the gate as long as it takes.
+    broker_fast_failure_enable: bool = True
+    #: false: members of a consumer group are not told when members join or leave (they find
+    #: out at their next rebalance, every 20 s); a group's own setting can also turn it off.
+    notify_consumer_ids_changed_enable: bool = True
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     #: Upper bound on a client's suspendTimeoutMillis, so a bad request cannot pin a pull forever.
@@ -204,6 +214,8 @@ class BrokerConfig:
         """Where plain_acl.yml is read and written (see acl_config_path)."""
         if self.acl_config_path:
             return os.path.abspath(os.path.expanduser(self.acl_config_path))
+        if self.rocketmq_home:
+            return os.path.join(os.path.abspath(os.path.expanduser(self.rocketmq_home)), "conf", "plain_acl.yml")
         return os.path.join(self.store.root_dir, "conf", "plain_acl.yml")
 
     @property
@@ -338,6 +350,8 @@ class BrokerConfig:
             raise ConfigError("brokerAccessKey and brokerSecretKey go together: give both or neither")
         if self.ha_auth_enable and not self.ha_auth_secret:
             raise ConfigError("haAuthEnable=true needs haSecret (or aclEnable=true with brokerSecretKey)")
+        if self.server_socket_backlog <= 0:
+            raise ConfigError("serverSocketBacklog must be positive")
         if self.remoting_memory_budget <= 0:
             raise ConfigError("remotingMemoryBudget must be positive")
         for name in ("max_suspended_pulls", "max_suspended_pulls_per_connection",
@@ -395,6 +409,7 @@ _READ_AT_START = (
     "flush_consumer_offset_interval", "message_delay_level", "flush_delay_offset_interval",
     "timer_max_delay_sec", "timer_flush_interval_ms", "cluster_topic_enable", "broker_topic_enable",
     "trace_topic_enable", "msg_trace_topic_name", "duplicate_detection_max_entries",
+    "server_socket_backlog", "rocketmq_home",
 )
 #: Shown masked by GET_BROKER_CONFIG.
 _SECRETS = frozenset({"broker_secret_key", "ha_secret"})

@@ -239,7 +239,9 @@ class Broker:
         self._client: RemotingClient | None = None
         self._client_ssl: ssl.SSLContext | None = None
         self.registrar: Registrar | None = None
-        self._notifier = GroupNotifier(self.consumers, self.groups)
+        self._notifier = GroupNotifier(
+            self.consumers, self.groups, lambda: self.live.value.notify_consumer_ids_changed_enable
+        )
         self._client_handlers: ClientHandlers | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.address: tuple[str, int] | None = None
@@ -334,11 +336,13 @@ class Broker:
             except AclError as exc:
                 raise ConfigError(f"aclEnable=true but {exc}") from None
         budget = MemoryBudget(config.remoting_memory_budget)  # one for both listeners
-        server = RemotingServer(config.listen_host, config.listen_port, tls=server_tls, memory_budget=budget)
+        server = RemotingServer(config.listen_host, config.listen_port, tls=server_tls, memory_budget=budget,
+                                backlog=config.server_socket_backlog)
         self.server = server
         fast_port = config.fast_port
         if fast_port is not None:
-            self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls, memory_budget=budget)
+            self.fast_server = RemotingServer(config.listen_host, fast_port, tls=server_tls, memory_budget=budget,
+                                              backlog=config.server_socket_backlog)
         registry = _TrackingRegistry(server, self.fast_server, self.acl, self.store_health, self.stats)
         self._registry = registry
         self._wire_handlers(registry, store)

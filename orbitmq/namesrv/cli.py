@@ -117,7 +117,7 @@ async def serve(config: NamesrvConfig) -> None:
 
 _EPILOG = """\b
 Config file keys (RocketMQ's names; durations in ms):
-  listenHost, listenPort, kvConfigPath, orderMessageEnable,
+  listenHost, listenPort, serverSocketBacklog (1024), kvConfigPath, orderMessageEnable,
   scanNotActiveBrokerInterval (10000), brokerChannelExpiredTime (120000),
   maxFrameLength, remotingMemoryBudget (bytes, 268435456), configStorePath
   (where updateNamesrvConfig writes the configuration back; default the -c file).

@@ -35,6 +35,8 @@ class NamesrvConfig:
     listen_host: str = "0.0.0.0"
     #: RocketMQ's name server port, so existing clients find us.
     listen_port: int = 9876
+    #: Connections the kernel queues before the server accepts them (RocketMQ's serverSocketBacklog).
+    server_socket_backlog: int = 1024
     kv_config_path: str = ""
     #: Where UPDATE_NAMESRV_CONFIG writes the whole configuration back. Empty: the -c file
     #: (`config_file`); RocketMQ's default is ${user.home}/namesrv/namesrv.properties.
@@ -76,7 +78,7 @@ class NamesrvConfig:
             raise ConfigError(f"metricsExporterType must be DISABLE or PROM, got {self.metrics_exporter_type!r}")
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ConfigError(f"metricsPromExporterPort must be 0..65535, got {self.metrics_prom_exporter_port}")
-        for name in ("scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length",
+        for name in ("server_socket_backlog", "scan_not_active_broker_interval_ms", "broker_channel_expired_time_ms", "max_frame_length",
                      "remoting_memory_budget"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_KEY_OF_FIELD[name]} must be positive, got {getattr(self, name)}")
@@ -196,6 +198,7 @@ def _parse_str(text: str) -> str:
 _KEYS: dict[str, tuple[str, Callable[[str], object]]] = {
     "listenHost": ("listen_host", _parse_str),
     "listenPort": ("listen_port", _parse_int),
+    "serverSocketBacklog": ("server_socket_backlog", _parse_int),
     "kvConfigPath": ("kv_config_path", _parse_str),
     "configStorePath": ("config_store_path", _parse_str),
     "orderMessageEnable": ("order_message_enable", _parse_bool),
@@ -216,7 +219,7 @@ KNOWN_KEYS = frozenset(_KEYS)
 
 #: Keys that bind sockets or open files at start-up.
 STARTUP_ONLY_KEYS = frozenset({
-    "listenHost", "listenPort", "kvConfigPath", "configStorePath", "maxFrameLength", "remotingMemoryBudget",
+    "listenHost", "listenPort", "serverSocketBacklog", "kvConfigPath", "configStorePath", "maxFrameLength", "remotingMemoryBudget",
     # Turning ACL off over the wire would let a request lift its own check.
     "aclEnable", "aclConfigPath",
     "metricsExporterType", "metricsPromExporterHost", "metricsPromExporterPort",

@@ -76,6 +76,7 @@ class NameServer:
             self._config.listen_host, self._config.listen_port, max_frame_length=self._config.max_frame_length,
             tls=self._config.tls.server_tls(),
             memory_budget=MemoryBudget(self._config.remoting_memory_budget),
+            backlog=self._config.server_socket_backlog,
         )
         handlers.register_on(server, self._acl_gate())
         server.on_disconnect(self._on_disconnect)

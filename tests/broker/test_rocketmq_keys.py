@@ -9,19 +9,27 @@ Configuration.update, which rewrites the -c file with every property (Configurat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from orbitmq.broker.config import BrokerConfig
+from orbitmq.broker.server import Broker
 from orbitmq.common.javaprops import parse_properties
 from orbitmq.common.keycatalog import BROKER_KEYS
 from orbitmq.errors import ConfigError
+from orbitmq.namesrv.config import NamesrvConfig
+from orbitmq.namesrv.server import NameServer
 from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
-from tests.broker.helpers import pull, records, request, send_v2
+from tests.broker.helpers import heartbeat_body, pull, records, request, send_v2
+from tests.broker.test_messaging import queued
+from tests.support.dev import broker_config
 from tests.support.procs import orbitmq_command, start_server
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -182,3 +190,55 @@ def test_an_unknown_key_exits_2_with_a_suggestion(tmp_path: Path) -> None:
                           text=True, timeout=30)
     assert done.returncode == 2
     assert "did you mean transactionTimeOut?" in done.stderr
+
+
+async def test_broker_fast_failure_enable_false_lets_a_send_wait_at_the_gate(tmp_path: Path,
+                                                                             client: RemotingClient) -> None:
+    """BrokerFastFailure cleans the send queue only when brokerFastFailureEnable is on."""
+    async with Broker(broker_config(tmp_path, waitTimeMillsInSendQueue="50", brokerFastFailureEnable="false")) as b:
+        async with contextlib.AsyncExitStack() as held:
+            for _ in range(b.send_gate.max_in_flight):  # take every slot so the send has to wait
+                await held.enter_async_context(b.send_gate)
+            waiting = asyncio.ensure_future(send_v2(client, b.broker_addr, "T", b"x"))
+            await until(lambda: queued(b))
+            await asyncio.sleep(0.1)  # longer than waitTimeMillsInSendQueue (the time is what is tested)
+        r = await waiting
+        assert r.code == ResponseCode.SUCCESS, r.remark
+
+
+async def test_notify_consumer_ids_changed_enable_follows_the_live_config(tmp_path: Path,
+                                                                         client: RemotingClient) -> None:
+    """DefaultConsumerIdsChangeListener notifies only while notifyConsumerIdsChangedEnable is on."""
+    async with Broker(broker_config(tmp_path, notifyConsumerIdsChangedEnable="false")) as b:
+        notified: asyncio.Queue[str] = asyncio.Queue()
+
+        async def on_notify(cmd: RemotingCommand, peer: object) -> None:
+            notified.put_nowait(cmd.field("consumerGroup") or "")
+
+        client.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+        for group in ("Quiet", "Loud"):
+            await request(client, b.broker_addr, RequestCode.HEART_BEAT, body=heartbeat_body("c1", group, "T"))
+        async with RemotingClient() as other:
+            await request(other, b.broker_addr, RequestCode.HEART_BEAT, body=heartbeat_body("c2", "Quiet", "T"))
+            on = await request(client, b.broker_addr, RequestCode.UPDATE_BROKER_CONFIG,
+                               body=b"notifyConsumerIdsChangedEnable=true\n")
+            assert on.code == ResponseCode.SUCCESS, on.remark
+            await request(other, b.broker_addr, RequestCode.HEART_BEAT, body=heartbeat_body("c2", "Loud", "T"))
+            # Notices go out in order on c1's connection: "Quiet" would come first had it been sent.
+            assert await asyncio.wait_for(notified.get(), 5) == "Loud"
+
+
+async def test_server_socket_backlog_reaches_the_listeners(tmp_path: Path) -> None:
+    async with Broker(broker_config(tmp_path, serverSocketBacklog="77")) as b:
+        assert b.server.backlog == 77
+    config = NamesrvConfig.from_properties({"listenHost": "127.0.0.1", "listenPort": "0", "serverSocketBacklog": "33",
+                                            "kvConfigPath": str(tmp_path / "kv.json")})
+    async with NameServer(config) as ns:
+        assert ns._server is not None and ns._server.backlog == 33
+
+
+def test_rocketmq_home_locates_plain_acl_yml_unless_acl_config_path_is_given(tmp_path: Path) -> None:
+    home = BrokerConfig.from_properties({"rocketmqHome": str(tmp_path / "rmq")})
+    assert home.acl_file == str(tmp_path / "rmq" / "conf" / "plain_acl.yml")
+    both = BrokerConfig.from_properties({"rocketmqHome": str(tmp_path / "rmq"), "aclConfigPath": str(tmp_path / "a.yml")})
+    assert both.acl_file == str(tmp_path / "a.yml")

@@ -73,12 +73,18 @@ def parse_queues(data: dict[str, Any], what: str) -> list[QueueKey]:
 class GroupNotifier:
     """Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every member of a group; owns the send tasks."""
 
-    def __init__(self, consumers: ConsumerRegistry, groups: SubscriptionGroupTable) -> None:
+    def __init__(
+        self, consumers: ConsumerRegistry, groups: SubscriptionGroupTable, enabled: Callable[[], bool] = lambda: True
+    ) -> None:
         self._consumers = consumers
         self._groups = groups
+        #: notifyConsumerIdsChangedEnable of the broker, read at each change.
+        self._enabled = enabled
         self._tasks: set[asyncio.Task[None]] = set()
 
     def group_changed(self, group: str) -> None:
+        if not self._enabled():
+            return
         config = self._groups.get(group)
         if config is not None and not config.notify_consumer_ids_changed_enable:
             return

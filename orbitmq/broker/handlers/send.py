@@ -353,8 +353,9 @@ class SendHandlers:
     def _check_wait(self, started: float) -> None:
         """Refuse a send that waited longer than waitTimeMillsInSendQueue to pass the gate."""
         waited_ms = (self.monotonic() - started) * 1000
-        limit = self.live.value.wait_time_mills_in_send_queue
-        if waited_ms > limit:
+        config = self.live.value
+        limit = config.wait_time_mills_in_send_queue
+        if waited_ms > limit and config.broker_fast_failure_enable:
             raise SystemBusy(f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
                 f"period in queue: {int(waited_ms)}ms, size of queue: 0",
             )
