@@ -382,7 +382,7 @@ class BrokerConfig:
                 text = "******"  # never handed out over the wire
             out[_FIELD_TO_KEY[f.name]] = text
         out["brokerIP1"] = self.advertised_ip
-        out.update(self.tls.to_properties())
+        out.update(self.tls.to_properties(reveal_passwords=reveal_secrets))
         store_props = getattr(self.store, "to_properties", None)
         if callable(store_props):
             out.update({str(k): str(v) for k, v in store_props().items()})

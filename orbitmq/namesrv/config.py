@@ -145,6 +145,7 @@ class NamesrvConfig:
         """What UPDATE_NAMESRV_CONFIG writes back: every key OrbitMQ applies, and the keys without
         effect here that were given (those never set stay out, so a restart warns about the same)."""
         props = self.to_properties()
+        props.update(self.tls.to_properties(reveal_passwords=True))
         given = dict(self.rocketmq_only)
         for key, spec in NAMESRV_KEYS.items():
             if spec.ignored and key not in given:

@@ -128,11 +128,12 @@ class TlsSettings:
         """A copy with `props` (tls.* keys) applied on top."""
         return dataclasses.replace(self, **_convert_all(props))
 
-    def to_properties(self) -> dict[str, str]:
-        """The settings under RocketMQ's keys, key passwords left out (they are never reported)."""
+    def to_properties(self, *, reveal_passwords: bool = False) -> dict[str, str]:
+        """The settings under RocketMQ's keys, key passwords left out (they are never reported)
+        unless `reveal_passwords` (a config file written back) and set."""
         out: dict[str, str] = {}
         for key, (name, _) in _KEYS.items():
-            if name.endswith("_password"):
+            if name.endswith("_password") and not (reveal_passwords and getattr(self, name)):
                 continue
             value = getattr(self, name)
             if isinstance(value, enum.Enum):

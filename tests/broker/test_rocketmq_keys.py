@@ -113,9 +113,11 @@ def test_runtime_update_changes_store_keys_rocketmq_reads_live_and_refuses_the_o
 
 
 def test_the_rewritten_file_reads_back_to_the_same_settings() -> None:
-    config = BrokerConfig.from_properties(parse_properties(TUNING) | {"brokerSecretKey": "s3cret", "brokerAccessKey": "a"})
+    config = BrokerConfig.from_properties(parse_properties(TUNING) | {
+        "brokerSecretKey": "s3cret", "brokerAccessKey": "a", "tls.server.keyPassword": "pw"})
     saved = config.file_properties()
-    assert saved["brokerSecretKey"] == "s3cret"
+    assert saved["brokerSecretKey"] == "s3cret" and saved["tls.server.keyPassword"] == "pw"
+    assert "tls.server.keyPassword" not in config.to_properties(), "GET_BROKER_CONFIG never shows it"
     assert "enableCalcFilterBitMap" not in saved, "keys without effect that nobody set stay out"
     again = BrokerConfig.from_properties(saved)
     assert again.to_properties() == config.to_properties()

@@ -117,3 +117,12 @@ def test_every_rocketmq_namesrv_key_is_accepted_and_unknown_ones_get_a_suggestio
         NamesrvConfig.from_properties({"orderMessageEnabled": "true"})
     with pytest.raises(ConfigError, match="serverSocketBacklog"):
         NamesrvConfig.from_properties({"serverSocketBacklog": "lots"})
+
+
+def test_the_file_written_back_keeps_tls_key_passwords_that_get_config_never_shows() -> None:
+    config = NamesrvConfig.from_properties({"tls.server.keyPassword": "pw", "serverWorkerThreads": "16"})
+    assert "tls.server.keyPassword" not in config.to_properties()
+    saved = config.file_properties()
+    assert saved["tls.server.keyPassword"] == "pw" and saved["serverWorkerThreads"] == "16"
+    assert "serverSelectorThreads" not in saved, "keys without effect that nobody set stay out"
+    assert NamesrvConfig.from_properties(saved) == config
