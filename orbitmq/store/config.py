@@ -125,6 +125,8 @@ class StoreConfig:
     ha_housekeeping_interval: int = 20_000
     ha_transfer_batch_size: int = 32 * 1024
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024
+    #: SYNC_MASTER: a put whose slave ack takes longer than this (ms) gets FLUSH_SLAVE_TIMEOUT.
+    slave_timeout: int = 3_000
 
     def __post_init__(self) -> None:
         self.validate()
@@ -192,7 +194,7 @@ class StoreConfig:
             "flush_interval_commit_log", "flush_interval_consume_queue", "sync_flush_timeout",
             "clean_resource_interval", "max_hash_slot_num", "max_index_num",
             "ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size",
-            "ha_slave_fallbehind_max",
+            "ha_slave_fallbehind_max", "slave_timeout",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_camel(name)} must be positive")

@@ -244,3 +244,13 @@ def test_rocketmq_home_locates_plain_acl_yml_unless_acl_config_path_is_given(tmp
     assert home.acl_file == str(tmp_path / "rmq" / "conf" / "plain_acl.yml")
     both = BrokerConfig.from_properties({"rocketmqHome": str(tmp_path / "rmq"), "aclConfigPath": str(tmp_path / "a.yml")})
     assert both.acl_file == str(tmp_path / "a.yml")
+
+
+def test_slave_timeout_bounds_a_sync_masters_wait_for_its_slave(tmp_path: Path) -> None:
+    """CommitLog.submitReplicaRequest waits MessageStoreConfig.slaveTimeout for the slave's ack."""
+    from orbitmq.broker.ha.service import Replication
+
+    config = BrokerConfig.from_properties({"brokerRole": "SYNC_MASTER", "slaveTimeout": "1500"})
+    assert Replication(config, None).slave_timeout_s == 1.5  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="slaveTimeout"):
+        BrokerConfig.from_properties({"slaveTimeout": "0"})

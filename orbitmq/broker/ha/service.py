@@ -54,8 +54,8 @@ class Replication:
         self._server_tls = server_tls
         self._client_ssl = client_ssl
         self._ha_addr = ""
-        #: SYNC_MASTER's slave timeout (slaveTimeout, 3000 ms in RocketMQ 4.9.3+).
-        self.slave_timeout_s = 3.0
+        #: SYNC_MASTER's wait for the slave's ack (slaveTimeout, 3000 ms in RocketMQ 4.9.3+).
+        self.slave_timeout_s = config.store.slave_timeout / 1000.0
 
     @property
     def is_slave(self) -> bool:
