@@ -71,6 +71,8 @@ class StoreConfig:
     flush_consume_queue_thorough_interval: int = 60_000
     #: SYNC_FLUSH: a put whose fsync takes longer than this (ms) gets FLUSH_DISK_TIMEOUT.
     sync_flush_timeout: int = 5_000
+    #: SYNC_MASTER: a put whose slave ack takes longer than this (ms) gets FLUSH_SLAVE_TIMEOUT.
+    slave_timeout: int = 3_000
     #: Largest body (bytes); a whole record may be up to this plus 64 KiB (§5.9).
     max_message_size: int = 4 * 1024 * 1024
     #: Recovery checks each record's body CRC, not only its magic code and size.
@@ -125,8 +127,6 @@ class StoreConfig:
     ha_housekeeping_interval: int = 20_000
     ha_transfer_batch_size: int = 32 * 1024
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024
-    #: SYNC_MASTER: a put whose slave ack takes longer than this (ms) gets FLUSH_SLAVE_TIMEOUT.
-    slave_timeout: int = 3_000
 
     def __post_init__(self) -> None:
         self.validate()
@@ -194,10 +194,12 @@ class StoreConfig:
             "flush_interval_commit_log", "flush_interval_consume_queue", "sync_flush_timeout",
             "clean_resource_interval", "max_hash_slot_num", "max_index_num",
             "ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size",
-            "ha_slave_fallbehind_max", "slave_timeout",
+            "ha_slave_fallbehind_max",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_camel(name)} must be positive")
+        if self.slave_timeout <= 0:
+            raise ConfigError("slaveTimeout must be positive")
         if not -1 <= self.ha_listen_port <= 65535:
             raise ConfigError(f"haListenPort {self.ha_listen_port} is not a TCP port (-1: listenPort + 1)")
         if self.ha_master_address:
