@@ -76,7 +76,11 @@ def _cell(text: str) -> str:
 
 
 def _row(spec: KeySpec) -> str:
-    default = spec.default_doc or (f"`{spec.default}`" if spec.default else "(empty)")
+    if spec.default_doc:
+        # Placeholders such as <storePathRootDir> would read as HTML tags outside code spans.
+        default = f"`{spec.default_doc}`" if "<" in spec.default_doc or "$" in spec.default_doc else spec.default_doc
+    else:
+        default = f"`{spec.default}`" if spec.default else "(empty)"
     status = "applied" if spec.applied else f"ignored: {spec.ignored}"
     return f"| `{spec.key}` | {spec.java_type} | {_cell(default)} | {_cell(status)} |"
 
