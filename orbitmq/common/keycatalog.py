@@ -303,7 +303,7 @@ CATALOGUE: tuple[KeySpec, ...] = (
        "the cluster-test request processor (clusterTest) is not served; routes come from this NameServer"),
     _k(NAMESRV, "clusterTest", "boolean", "false",
        "the cluster-test request processor (routes from a product environment's NameServers) is not served"),
-    _k(NAMESRV, "configStorePath", "String", "", doc="the -c file (RocketMQ: ${user.home}/namesrv/namesrv.properties)"),
+    _k(NAMESRV, "configStorePath", "String", "", doc="${user.home}/namesrv/namesrv.properties"),
     # --- OrbitMQ's additions RocketMQ users expect ---
     _k(ORBITMQ, "storePathConsumeQueue", "String", "", doc="<storePathRootDir>/consumequeue"),
     _k(ORBITMQ, "storePathIndex", "String", "", doc="<storePathRootDir>/index"),
