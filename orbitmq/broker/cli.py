@@ -192,7 +192,9 @@ async def serve_broker(config: BrokerConfig) -> None:
 
 
 @click.command("broker", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("-c", "--config-file", "config_file", metavar="FILE", help="broker.conf with RocketMQ keys.")
+@click.option("-c", "--config-file", "config_file", metavar="FILE",
+              help="broker.conf with RocketMQ keys (every key of RocketMQ 4.9: docs/config-keys.md); "
+              "updateBrokerConfig writes changes back to it.")
 @click.option("-n", "--namesrv-addr", metavar="HOST:PORT[;HOST:PORT]", help="NameServer address(es).")
 @click.option("--listen", callback=_listen_option, metavar="HOST:PORT", help="Address to listen on.")
 @click.option("--store", "store_dir", metavar="DIR", help="Store root folder (storePathRootDir).")
