@@ -47,6 +47,7 @@ from orbitmq.store.commitlog import AppendFailure, CommitLog
 from orbitmq.store.config import RUNTIME_FIELDS, BrokerRole, FlushDiskType, StoreConfig, key_of
 from orbitmq.store.consumequeue import ConsumeQueue
 from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher, is_topic_dir
+from orbitmq.store.epochs import EPOCH_FILE_NAME, EpochFile
 from orbitmq.store.flush import FlushOutcome, GroupCommit, IntervalFlush
 from orbitmq.store.indexfile import IndexService
 from orbitmq.store.paths import store_path
@@ -114,6 +115,8 @@ class DefaultMessageStore:
         self.recovered_from_crash = False
         #: The last put was refused for want of disk blocks (logged once until one succeeds).
         self._reserve_failed = False
+        #: Master terms and where each began in the CommitLog (controller mode; epochs.py).
+        self.epochs = EpochFile(store_path(config.root_dir, EPOCH_FILE_NAME))
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -214,6 +217,11 @@ class DefaultMessageStore:
         self.checkpoint.physic_flushed_offset = end
         self.checkpoint.logics_phy_offset = end
         self.checkpoint.flush()
+        pending = _read_truncate_marker(self._truncate_marker_path)
+        if pending is not None:
+            # A truncation was cut short by a crash: finish it before anything is served.
+            log.warning("finishing an interrupted truncation of the CommitLog to offset %d", pending)
+            self._truncate_blocking(pending)
         create_abort_marker(config.abort_path)
 
     def update_config(self, config: StoreConfig) -> None:
@@ -578,6 +586,96 @@ class DefaultMessageStore:
                 log.error("replicated records not dispatched yet: %s", exc)
                 self._reput_offset = batch[0].commit_log_offset
 
+    # --- controller mode: role changes and truncation ---------------------------------
+
+    def set_role(self, role: BrokerRole) -> None:
+        """Switch between taking puts (a master role) and taking replicated bytes (SLAVE).
+
+        Used by failover: a promoted slave becomes a master, a deposed master a slave.
+        A store becoming a slave first cuts any torn record at its end, so replication
+        continues from a record boundary.
+        """
+        if role is self.config.broker_role:
+            return
+        if role is BrokerRole.SLAVE:
+            self._reput()
+            if self._reput_offset < self.commitlog.max_offset:
+                self.truncate(self._reput_offset)
+        elif self._reput_offset < self.commitlog.max_offset:
+            # A slave's log may end inside a record the old master never finished sending.
+            self.truncate(self._reput_offset)
+        self.config = dataclasses.replace(self.config, broker_role=role)
+        self._reput_offset = self.commitlog.max_offset
+
+    @property
+    def dispatched_offset(self) -> int:
+        """CommitLog offset up to which every record is dispatched (the end of the last whole record)."""
+        if self.config.broker_role is BrokerRole.SLAVE:
+            return self._reput_offset
+        return self.commitlog.max_offset
+
+    def truncate(self, offset: int) -> int:
+        """Cut the store back to CommitLog `offset` (a record boundary): the CommitLog, the
+        ConsumeQueues, the index, the epoch file and the checkpoint forget everything at
+        or past it. Returns how many CommitLog bytes went.
+
+        Crash-safe: the target is written (fsynced) to a marker file first and the marker
+        is removed last; a start that finds the marker finishes the cut before serving.
+        Nothing may append meanwhile: a slave stops its HA client first, a master stops
+        taking puts (call it on a slave store, or right after `set_role(SLAVE)`).
+        """
+        if not self._running:
+            raise StoreError("the message store is not running")
+        commitlog = self.commitlog
+        if offset < commitlog.min_offset or offset > commitlog.max_offset:
+            raise StoreError(
+                f"cannot truncate to {offset}: the CommitLog holds [{commitlog.min_offset}, {commitlog.max_offset})"
+            )
+        before = commitlog.max_offset
+        _write_truncate_marker(self._truncate_marker_path, offset)
+        self._truncate_blocking(offset)
+        return before - offset
+
+    @property
+    def _truncate_marker_path(self) -> str:
+        return store_path(self.config.root_dir, "truncating")
+
+    def _truncate_blocking(self, offset: int) -> None:
+        """The cut itself; idempotent, so a start after a crash can run it again."""
+        commitlog = self.commitlog
+        offset = max(min(offset, commitlog.max_offset), commitlog.min_offset)
+        self.epochs.truncate_from(offset)
+        if offset < commitlog.max_offset:
+            log.warning("truncating the CommitLog from %d to %d", commitlog.max_offset, offset)
+        commitlog.log.truncate_dirty(offset)
+        for cq in self.queues:
+            cq.truncate_past(offset)
+        table = commitlog.topic_queue_table
+        table.clear()
+        for cq in self.queues:
+            table[(cq.topic, cq.queue_id)] = cq.max_offset_in_queue
+        if self.index is not None:
+            self.index.truncate_from(offset)
+            self.index.flush()
+        last = commitlog.log.last
+        if last is not None:
+            last.sync()
+        for cq in self.queues:
+            for mf in cq.log.files:
+                mf.sync()
+        self.queues.dirty.clear()
+        self._reput_offset = min(self._reput_offset, offset)
+        if self._group is not None:
+            self._group.flushed_offset = min(self._group.flushed_offset, offset)
+        checkpoint = self.checkpoint
+        if checkpoint is not None:
+            checkpoint.physic_flushed_offset = min(checkpoint.physic_flushed_offset, offset)
+            checkpoint.logics_phy_offset = min(checkpoint.logics_phy_offset, offset)
+            checkpoint.flush()
+        if self._running:
+            commitlog.log.prepare_next()
+        _remove_truncate_marker(self._truncate_marker_path)
+
     def get_max_phy_offset(self) -> int:
         return self.commitlog.max_offset
 
@@ -609,6 +707,46 @@ class DefaultMessageStore:
             "diskFull": "true" if self.cleaner.disk_full else "false",
             "earliestMessageTimeStamp": str(self.commitlog.store_timestamp_at(self.commitlog.min_offset)),
         }
+
+
+def _write_truncate_marker(path: str, offset: int) -> None:
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, f"{offset}\n".encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path))
+
+
+def _read_truncate_marker(path: str) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("ascii", "replace").strip()
+    except FileNotFoundError:
+        return None
+    if not text.isdigit():
+        # The marker is renamed into place whole, so this is damage: keep it for a person to see.
+        raise StoreError(f"truncation marker {path} holds {text!r}, not an offset; remove it to start")
+    return int(text)
+
+
+def _remove_truncate_marker(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    _fsync_dir(os.path.dirname(path))
+
+
+def _fsync_dir(folder: str) -> None:
+    fd = os.open(folder or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _is_incomplete(written: memoryview, pos: int) -> bool:
