@@ -37,6 +37,7 @@ from orbitmq.broker.dedup import SendDeduplicator
 from orbitmq.broker.diskstate import DISK_FULL_REMARK, WriteHealth, is_disk_full
 from orbitmq.broker.ha import Replication
 from orbitmq.broker.ha.metasync import MetadataSync, register_delay_offset
+from orbitmq.broker.ha.writes import ReplicatedWrites
 from orbitmq.broker.handlers.admin import AdminHandlers
 from orbitmq.broker.handlers.client import ClientHandlers, GroupNotifier
 from orbitmq.broker.handlers.fields import HandlerFn
@@ -322,11 +323,13 @@ class Broker:
         if self.topics.data_version != before:
             self.metadata.mark(TOPICS)
         store.add_dispatch_listener(self.waiters.notify)
-        self._create_delay_services(store)
         # Built once for every port and connection (tls.*); raises ConfigError on unreadable files.
         server_tls = config.tls.server_tls()
         self._client_ssl = config.tls.client_context()
         self.replication = self._create_replication(store, server_tls)
+        # What the broker writes on its own waits for replicas as client sends do (ha/writes.py).
+        self._internal_store = ReplicatedWrites(store, self.replication).as_store()
+        self._create_delay_services(self._internal_store)
 
         if config.acl_enable:
             self.acl = AclValidator(config.acl_file, clock_ms=self.clock_ms)
@@ -388,12 +391,15 @@ class Broker:
             dedup=self.dedup, live=self.live, topics=self.topics, groups=self.groups, store=store,
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
             gate=self.send_gate, before_put=self._delay_routing(), store_health=self.store_health,
-            replica_wait=self.replication.wait_for_slave if self.replication and self.replication.sync_master else None,
+            replica_wait=(
+                self.replication.wait_for_slave if self.replication and self.replication.waits_for_replicas else None
+            ),
         ).register(registry)
         register_delay_offset(registry, lambda: self.schedule)
         assert self.schedule is not None
         SendBackHandler(
-            live=self.live, topics=self.topics, groups=self.groups, store=store, route_delayed=self._delay_routing(),
+            live=self.live, topics=self.topics, groups=self.groups, store=self._internal_store,
+            route_delayed=self._delay_routing(),
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
         ).register(registry)
         PullHandler(
@@ -421,7 +427,7 @@ class Broker:
             offsets_changed=self._offsets_changed,
         ).register(registry)
         self.transactions = TransactionService(
-            live=self.live, store=store, offsets=self.offsets, producers=self.producers, topics=self.topics,
+            live=self.live, store=self._internal_store, offsets=self.offsets, producers=self.producers, topics=self.topics,
             topics_changed=self._topics_changed, clock_ms=self.clock_ms,
         )
         self.transactions.start()  # progress loaded before the first END_TRANSACTION can arrive

@@ -127,6 +127,14 @@ class StoreConfig:
     ha_housekeeping_interval: int = 20_000
     ha_transfer_batch_size: int = 32 * 1024
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024
+    #: Acknowledgement rule (RocketMQ 5's names; docs/failover-store.md). allAckInSyncStateSet:
+    #: a put waits until every member of the in-sync set holds it.
+    all_ack_in_sync_state_set: bool = False
+    #: Copies, master included, a put waits for when not allAck (controller mode: 1 = the master
+    #: alone; a 4.x SYNC_MASTER waits for one slave whatever this says, unless it is above 2).
+    in_sync_replicas: int = 1
+    #: Controller mode: fewer in-sync copies than this and puts are not acknowledged.
+    min_in_sync_replicas: int = 1
 
     def __post_init__(self) -> None:
         self.validate()
@@ -194,7 +202,7 @@ class StoreConfig:
             "flush_interval_commit_log", "flush_interval_consume_queue", "sync_flush_timeout",
             "clean_resource_interval", "max_hash_slot_num", "max_index_num",
             "ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size",
-            "ha_slave_fallbehind_max",
+            "ha_slave_fallbehind_max", "in_sync_replicas", "min_in_sync_replicas",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{_camel(name)} must be positive")

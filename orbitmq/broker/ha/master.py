@@ -20,11 +20,17 @@ import os
 from dataclasses import dataclass, field
 
 from orbitmq.broker.ha.acks import AckWaiters
+from orbitmq.broker.ha.insync import InSyncSet, ReplicaState, enough_replicas, required_offset
 from orbitmq.broker.ha.protocol import (
     NONCE_SIZE,
     PROOF_SIZE,
+    SLAVE_HANDSHAKE,
+    AckDecoder,
     ReportDecoder,
+    decode_slave_hello,
     encode_challenge,
+    encode_data_header,
+    encode_master_hello,
     encode_transfer_header,
     proof_ok,
     start_offset,
@@ -33,6 +39,7 @@ from orbitmq.errors import FrameError
 from orbitmq.remoting.listener import Listener, listen
 from orbitmq.remoting.tls import ServerTls
 from orbitmq.store.api import MessageStore, PutMessageStatus
+from orbitmq.store.epochs import EpochEntry, EpochFile
 
 log = logging.getLogger("orbitmq.broker.ha")
 
@@ -56,6 +63,14 @@ class MasterSettings:
     #: Non-empty: a slave must answer the HA challenge with this secret (protocol.py).
     auth_secret: str = field(default="", repr=False)
     tls: ServerTls | None = field(default=None, compare=False)
+    #: Controller mode: speak RocketMQ 5's auto-switch stream (epochs, confirm offset).
+    controller_mode: bool = False
+    #: allAckInSyncStateSet: a put waits for every member of the in-sync set.
+    all_ack: bool = False
+    #: inSyncReplicas: copies (master included) a put waits for when not allAck.
+    in_sync_replicas: int = 1
+    #: minInSyncReplicas: fewer in-sync copies than this refuse puts (controller mode).
+    min_in_sync_replicas: int = 1
 
 
 class HAMaster:
@@ -65,10 +80,23 @@ class HAMaster:
     position; `acks.acked` only grows and never exceeds this store's max offset.
     """
 
-    def __init__(self, store: MessageStore, settings: MasterSettings) -> None:
+    def __init__(
+        self, store: MessageStore, settings: MasterSettings, *, in_sync: InSyncSet | None = None,
+        epochs: EpochFile | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.acks = AckWaiters()
+        #: The slaves whose acks count; coordination sets it (insync.py).
+        self.in_sync = in_sync if in_sync is not None else InSyncSet()
+        self.in_sync.on_change(self._recompute)
+        #: This store's master terms (controller mode); the handshake sends them.
+        self.epochs = epochs
+        if settings.controller_mode and epochs is None:
+            raise ValueError("controller mode needs the store's epoch file")
+        #: Per slave (broker id; 4.x slaves get negative stand-ins) what it acknowledged.
+        self.replicas: dict[int, ReplicaState] = {}
+        self._next_anonymous = -1
         self._server: Listener | None = None
         self._wakers: set[asyncio.Event] = set()
         self._handlers: set[asyncio.Task[None]] = set()
@@ -90,6 +118,7 @@ class HAMaster:
         return self.address
 
     async def close(self) -> None:
+        self.in_sync.remove_listener(self._recompute)
         self.acks.close()
         if self._server is not None:
             self._server.close()
@@ -105,6 +134,41 @@ class HAMaster:
 
     # --- SYNC_MASTER ----------------------------------------------------------------
 
+    @property
+    def _custom_rule(self) -> bool:
+        """Acks follow insync.required_offset instead of RocketMQ 4.x's "any one slave"."""
+        s = self.settings
+        return s.controller_mode or s.all_ack or s.in_sync_replicas > 1
+
+    def required_offset(self) -> int:
+        """How far the CommitLog is held by the copies a put needs (insync.py)."""
+        s = self.settings
+        return required_offset(
+            self.replicas.values(), self.in_sync.members, self.store.get_max_phy_offset(),
+            controller_mode=s.controller_mode, all_ack=s.all_ack, in_sync_replicas=s.in_sync_replicas,
+        )
+
+    @property
+    def confirm_offset(self) -> int:
+        """The group's confirm offset: with allAck the smallest ack of the in-sync set (the
+        master's own end when the set is empty), else the master's max offset (RocketMQ 5)."""
+        max_offset = self.store.get_max_phy_offset()
+        if not (self.settings.controller_mode and self.settings.all_ack) or not self.in_sync.members:
+            return max_offset
+        return min(self.acks.acked, max_offset)
+
+    def _recompute(self) -> None:
+        if self._custom_rule:
+            self.acks.ack(self.required_offset())
+
+    def enough_replicas(self) -> bool:
+        """minInSyncReplicas holds (always true outside controller mode)."""
+        s = self.settings
+        return enough_replicas(
+            self.replicas.values(), self.in_sync.members, controller_mode=s.controller_mode,
+            min_in_sync_replicas=s.min_in_sync_replicas,
+        )
+
     def slave_ok(self) -> bool:
         """A slave is connected and lags by less than haSlaveFallbehindMax."""
         if self.connections <= 0:
@@ -114,6 +178,15 @@ class HAMaster:
     async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
         """PUT_OK once a slave holds every byte below `end_offset`; SLAVE_NOT_AVAILABLE when
         no slave is usable; FLUSH_SLAVE_TIMEOUT when the ack does not come in time."""
+        if self.settings.controller_mode:
+            if not self.enough_replicas():
+                return PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
+            self._recompute()
+            if self.acks.acked >= end_offset:
+                return PutMessageStatus.PUT_OK
+            if await self.acks.wait(end_offset, timeout_s):
+                return PutMessageStatus.PUT_OK
+            return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
         if self.acks.acked >= end_offset:
             return PutMessageStatus.PUT_OK
         if not self.slave_ok():
@@ -135,7 +208,10 @@ class HAMaster:
             self.connections += 1
             counted = True
             log.info("slave %s connected to the HA port", peer)
-            await self._converse(reader, writer)
+            if self.settings.controller_mode:
+                await self._converse_controller(reader, writer, str(peer))
+            else:
+                await self._converse(reader, writer)
         except (FrameError, ConnectionError, TimeoutError) as exc:
             log.warning("HA connection of slave %s closed: %s", peer, exc)
         finally:
@@ -205,11 +281,98 @@ class HAMaster:
             with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                 await pusher
 
-    def _ack(self, offset: int) -> None:
-        self.acks.ack(offset)
+    def _ack(self, offset: int, state: ReplicaState | None = None) -> None:
+        if state is None:
+            self.acks.ack(offset)
+            return
+        state.acked = max(state.acked, offset)
+        if offset >= self.store.get_max_phy_offset():
+            state.caught_up_at = asyncio.get_running_loop().time()
+        self._recompute()
 
-    async def _push(self, writer: asyncio.StreamWriter, offset: int) -> None:
-        """Send the CommitLog from `offset` on, forever; heartbeats while idle."""
+    # --- controller mode -----------------------------------------------------------------
+
+    async def _converse_controller(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
+        """RocketMQ 5's auto-switch stream: handshakes with the epoch list, then epoch-tagged batches."""
+        settings = self.settings
+        idle_s = settings.housekeeping_interval_ms / 1000
+        try:
+            raw = await asyncio.wait_for(reader.readexactly(SLAVE_HANDSHAKE.size), idle_s)
+        except asyncio.IncompleteReadError:
+            return
+        hello = decode_slave_hello(raw)
+        assert self.epochs is not None
+        entries = self.epochs.entries
+        writer.write(encode_master_hello(self.store.get_max_phy_offset(), [(e.epoch, e.start_offset) for e in entries]))
+        await writer.drain()
+        decoder = AckDecoder()
+        first: int | None = None
+        while first is None:
+            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+            if not data:
+                return
+            first = decoder.feed(data)
+        master_max = self.store.get_max_phy_offset()
+        if first > master_max:
+            raise FrameError(f"slave {hello.broker_id} reports offset {first}, past this master's end {master_max}")
+        oldest = self.store.get_min_phy_offset()
+        if first:
+            begin = first
+        elif hello.sync_from_last_file:
+            begin = master_max - master_max % settings.commit_log_file_size
+        else:
+            begin = oldest
+        if begin < oldest:
+            raise FrameError(f"slave needs offset {begin}, but the oldest CommitLog byte kept is at {oldest}")
+        state = ReplicaState(hello.broker_id, peer, learner=hello.async_learner)
+        old = self.replicas.get(hello.broker_id)
+        if old is not None:
+            state.caught_up_at = old.caught_up_at
+        self.replicas[hello.broker_id] = state
+        self._ack(first, state)
+        log.info("slave %d (%s) replicates from offset %d in controller mode", hello.broker_id, peer, begin)
+        pusher = asyncio.ensure_future(self._push(writer, begin, entries))
+
+        def on_pusher_done(task: asyncio.Future[None]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                writer.transport.abort()
+
+        pusher.add_done_callback(on_pusher_done)
+        try:
+            while not pusher.done():
+                data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+                if not data:
+                    return
+                offset = decoder.feed(data)
+                if offset is not None:
+                    if offset > self.store.get_max_phy_offset():
+                        raise FrameError(f"slave {hello.broker_id} acknowledges offset {offset}, past this master's end")
+                    self._ack(offset, state)
+            pusher.result()
+        finally:
+            if self.replicas.get(hello.broker_id) is state:
+                state.connected = False
+                self._recompute()
+            pusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await pusher
+
+    def _epoch_of(self, offset: int, entries: list[EpochEntry]) -> tuple[int, int, int]:
+        """(epoch, its start, where the next epoch starts or -1) for CommitLog `offset`."""
+        epoch, start, end = 0, 0, -1
+        for i, e in enumerate(entries):
+            if e.start_offset <= offset:
+                epoch, start = e.epoch, e.start_offset
+                end = entries[i + 1].start_offset if i + 1 < len(entries) else -1
+            else:
+                if epoch == 0:
+                    end = e.start_offset
+                break
+        return epoch, start, end
+
+    async def _push(self, writer: asyncio.StreamWriter, offset: int, entries: list[EpochEntry] | None = None) -> None:
+        """Send the CommitLog from `offset` on, forever; heartbeats while idle. With `entries`
+        (controller mode) frames carry epoch and confirm offset and never span two epochs."""
         settings = self.settings
         batch = settings.transfer_batch_size
         heartbeat_s = settings.heartbeat_interval_ms / 1000
@@ -231,7 +394,15 @@ class HAMaster:
                         pos = 0
                         while pos < n and sent < HIGH_WATER:
                             size = min(batch, n - pos)
-                            writer.write(encode_transfer_header(offset, size))
+                            if entries is not None:
+                                if self.epochs is not None and len(self.epochs.entries) != len(entries):
+                                    raise ConnectionError("this master's epochs changed; the slave must handshake again")
+                                epoch, epoch_start, epoch_end = self._epoch_of(offset, entries)
+                                if epoch_end > offset:
+                                    size = min(size, epoch_end - offset)
+                                writer.write(encode_data_header(offset, size, epoch, epoch_start, self.confirm_offset))
+                            else:
+                                writer.write(encode_transfer_header(offset, size))
                             writer.write(view[pos : pos + size])
                             pos += size
                             offset += size
@@ -243,7 +414,11 @@ class HAMaster:
                     await writer.drain()
                     continue
                 if loop.time() - last_write >= heartbeat_s:
-                    writer.write(encode_transfer_header(offset, 0))
+                    if entries is not None:
+                        epoch, epoch_start, _ = self._epoch_of(offset, entries)
+                        writer.write(encode_data_header(offset, 0, epoch, epoch_start, self.confirm_offset))
+                    else:
+                        writer.write(encode_transfer_header(offset, 0))
                     last_write = loop.time()
                     await writer.drain()
                 with contextlib.suppress(TimeoutError):

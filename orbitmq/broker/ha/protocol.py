@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from orbitmq.errors import FrameError
@@ -159,6 +160,149 @@ class TransferDecoder:
             if end - pos - head < size:
                 break
             frames.append(TransferFrame(offset, view[pos + head : pos + head + size]))
+            pos += head + size
+        if pos < end:
+            self._buf += view[pos:]
+        return frames
+
+
+# --- controller mode (RocketMQ 5's auto-switch HA stream) ---------------------------------
+#
+# Used only when both sides run in controller mode (failover on); the 4.x stream above is
+# unchanged otherwise. Every frame starts with the connection state (HANDSHAKE 1, TRANSFER 2):
+#
+#   slave -> master handshake (16 B):  >i state=1, >h isSyncFromLastFile, >h isAsyncLearner, >q slaveBrokerId
+#   master -> slave handshake:         >i state=1, >i bodySize (12 x N), >q master max offset,
+#                                      >i master last epoch; then N x (>i epoch, >q start offset)
+#   master -> slave data:              >i state=2, >i bodySize, >q batch start offset, >i epoch,
+#                                      >q epoch start offset, >q confirm offset; then bodySize bytes
+#                                      (0: a heartbeat). A batch never spans two epochs.
+#   slave -> master ack (12 B):        >i state=2, >q slave max offset
+
+STATE_HANDSHAKE = 1
+STATE_TRANSFER = 2
+SLAVE_HANDSHAKE = struct.Struct(">ihhq")
+MASTER_HANDSHAKE = struct.Struct(">iiqi")
+EPOCH_ENTRY = struct.Struct(">iq")
+DATA_HEADER = struct.Struct(">iiqiqq")
+ACK = struct.Struct(">iq")
+#: Most epoch entries a master handshake carries (RocketMQ's limit).
+MAX_HANDSHAKE_EPOCHS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveHello:
+    broker_id: int
+    sync_from_last_file: bool = False
+    async_learner: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MasterHello:
+    max_offset: int
+    last_epoch: int
+    epochs: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DataFrame:
+    offset: int
+    epoch: int
+    epoch_start: int
+    confirm_offset: int
+    data: memoryview
+
+
+def encode_slave_hello(hello: SlaveHello) -> bytes:
+    return SLAVE_HANDSHAKE.pack(STATE_HANDSHAKE, int(hello.sync_from_last_file), int(hello.async_learner), hello.broker_id)
+
+
+def decode_slave_hello(data: bytes) -> SlaveHello:
+    state, last_file, learner, broker_id = SLAVE_HANDSHAKE.unpack(data)
+    if state != STATE_HANDSHAKE:
+        raise FrameError(f"expected the slave's HA handshake (state 1), got state {state}")
+    if broker_id < 0:
+        raise FrameError(f"the slave's HA handshake names broker id {broker_id}")
+    return SlaveHello(broker_id, bool(last_file), bool(learner))
+
+
+def encode_master_hello(max_offset: int, epochs: list[tuple[int, int]]) -> bytes:
+    epochs = epochs[-MAX_HANDSHAKE_EPOCHS:]
+    last_epoch = epochs[-1][0] if epochs else 0
+    body = b"".join(EPOCH_ENTRY.pack(e, s) for e, s in epochs)
+    return MASTER_HANDSHAKE.pack(STATE_HANDSHAKE, len(body), max_offset, last_epoch) + body
+
+
+async def read_master_hello(readexactly: Callable[[int], Awaitable[bytes]]) -> MasterHello:
+    state, size, max_offset, last_epoch = MASTER_HANDSHAKE.unpack(await readexactly(MASTER_HANDSHAKE.size))
+    if state != STATE_HANDSHAKE:
+        raise FrameError(f"expected the master's HA handshake (state 1), got state {state}")
+    if size < 0 or size % EPOCH_ENTRY.size or size > MAX_HANDSHAKE_EPOCHS * EPOCH_ENTRY.size or max_offset < 0:
+        raise FrameError(f"the master's HA handshake is invalid: body {size} bytes, max offset {max_offset}")
+    body = await readexactly(size) if size else b""
+    epochs = tuple((int(e), int(s)) for e, s in EPOCH_ENTRY.iter_unpack(body))
+    return MasterHello(max_offset, last_epoch, epochs)
+
+
+def encode_data_header(offset: int, size: int, epoch: int, epoch_start: int, confirm_offset: int) -> bytes:
+    return DATA_HEADER.pack(STATE_TRANSFER, size, offset, epoch, epoch_start, confirm_offset)
+
+
+def encode_ack(max_offset: int) -> bytes:
+    if max_offset < 0:
+        raise ValueError(f"an acknowledged offset cannot be negative: {max_offset}")
+    return ACK.pack(STATE_TRANSFER, max_offset)
+
+
+class AckDecoder:
+    """Master side, controller mode: the newest complete 12-byte ack in the stream."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, data: bytes) -> int | None:
+        buf = self._pending + data if self._pending else data
+        whole = len(buf) - len(buf) % ACK.size
+        self._pending = bytes(buf[whole:])
+        if whole == 0:
+            return None
+        for state, _ in ACK.iter_unpack(buf[:whole]):
+            if state != STATE_TRANSFER:
+                raise FrameError(f"expected a slave's HA ack (state 2), got state {state}")
+        _, offset = ACK.unpack_from(buf, whole - ACK.size)
+        if offset < 0:
+            raise FrameError(f"HA ack holds a negative offset {offset}")
+        return int(offset)
+
+
+class DataDecoder:
+    """Slave side, controller mode: the master's byte stream as data frames (views, not copies)."""
+
+    def __init__(self, max_frame_data: int) -> None:
+        self.max_frame_data = max_frame_data
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[DataFrame]:
+        if self._buf:
+            self._buf += data
+            buf: bytes | bytearray = bytes(self._buf)
+            self._buf.clear()
+        else:
+            buf = data
+        view = memoryview(buf)
+        frames: list[DataFrame] = []
+        pos = 0
+        end = len(buf)
+        head = DATA_HEADER.size
+        while end - pos >= head:
+            state, size, offset, epoch, epoch_start, confirm = DATA_HEADER.unpack_from(buf, pos)
+            if state != STATE_TRANSFER:
+                raise FrameError(f"expected an HA data frame (state 2), got state {state}")
+            if size < 0 or size > self.max_frame_data or offset < 0 or epoch_start < 0 or epoch < 0:
+                raise FrameError(f"HA data frame header is invalid: offset {offset}, size {size}, epoch {epoch}")
+            if end - pos - head < size:
+                break
+            frames.append(DataFrame(offset, epoch, epoch_start, confirm, view[pos + head : pos + head + size]))
             pos += head + size
         if pos < end:
             self._buf += view[pos:]

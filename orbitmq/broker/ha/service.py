@@ -16,12 +16,15 @@ import logging
 import ssl
 
 from orbitmq.broker.config import BrokerConfig
+from orbitmq.broker.ha.insync import InSyncSet, ReplicaState
 from orbitmq.broker.ha.master import HAMaster, MasterSettings
 from orbitmq.broker.ha.metasync import MetadataSync
-from orbitmq.broker.ha.slave import HASlave, SlaveSettings
+from orbitmq.broker.ha.slave import FollowSettings, HASlave, SlaveSettings
+from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import ServerTls
 from orbitmq.store.api import MessageStore, PutMessageStatus
 from orbitmq.store.config import BrokerRole
+from orbitmq.store.epochs import EpochError, EpochFile
 
 log = logging.getLogger("orbitmq.broker.ha")
 
@@ -44,8 +47,20 @@ class Replication:
         metadata: MetadataSync | None = None,
         server_tls: ServerTls | None = None,
         client_ssl: ssl.SSLContext | None = None,
+        controller_mode: bool = False,
     ) -> None:
         self.role = config.store.broker_role
+        #: Failover on (enableControllerMode): the epoch-aware HA stream, promote/follow.
+        self.controller_mode = controller_mode
+        #: The slaves whose acks count (coordination sets it; None members: all connected).
+        self.in_sync_set = InSyncSet()
+        #: This replica's broker id in its group (controller mode: what coordination assigned).
+        self.replica_id = config.broker_id
+        self._host = ""
+        self._advertised_ip = ""
+        self._ha_port: int | None = None
+        if controller_mode and not isinstance(getattr(store, "epochs", None), EpochFile):
+            raise ConfigError("enableControllerMode needs the file message store (it keeps the epoch file)")
         self.store = store
         self.master: HAMaster | None = None
         self.slave: HASlave | None = None
@@ -65,26 +80,41 @@ class Replication:
         """Start what the role needs. A master binds the HA port on `host` (raises OSError when taken)."""
         config = self._config
         store_config = config.store
+        self._host, self._advertised_ip = host, advertised_ip
         if self.is_slave:
-            self.slave = HASlave(
-                self.store,
-                SlaveSettings(
-                    heartbeat_interval_ms=store_config.ha_send_heartbeat_interval,
-                    housekeeping_interval_ms=store_config.ha_housekeeping_interval,
-                    auth_secret=config.ha_auth_secret,
-                    ssl_context=self._client_ssl,
-                ),
-                store_config.ha_master_address,
-            )
+            follow = FollowSettings(self.replica_id, self.epoch) if self.controller_mode else None
+            self.slave = self._new_slave(store_config.ha_master_address, follow)
             self.slave.start()
             if self.metadata is not None:
                 self.metadata.start()
             return
+        await self._start_master()
+
+    def _new_slave(self, master_ha_addr: str, follow: FollowSettings | None) -> HASlave:
+        config = self._config
+        store_config = config.store
+        return HASlave(
+            self.store,
+            SlaveSettings(
+                heartbeat_interval_ms=store_config.ha_send_heartbeat_interval,
+                housekeeping_interval_ms=store_config.ha_housekeeping_interval,
+                auth_secret=config.ha_auth_secret,
+                ssl_context=self._client_ssl,
+            ),
+            master_ha_addr,
+            follow,
+        )
+
+    async def _start_master(self) -> None:
+        config = self._config
+        store_config = config.store
+        host = self._host
+        advertised_ip = self._advertised_ip
         self.master = HAMaster(
             self.store,
             MasterSettings(
                 host=host,
-                port=ha_listen_port(config),
+                port=ha_listen_port(config) if self._ha_port is None else self._ha_port,
                 transfer_batch_size=store_config.ha_transfer_batch_size,
                 heartbeat_interval_ms=store_config.ha_send_heartbeat_interval,
                 housekeeping_interval_ms=store_config.ha_housekeeping_interval,
@@ -92,9 +122,16 @@ class Replication:
                 commit_log_file_size=store_config.mapped_file_size_commit_log,
                 auth_secret=config.ha_auth_secret,
                 tls=self._server_tls,
+                controller_mode=self.controller_mode,
+                all_ack=store_config.all_ack_in_sync_state_set,
+                in_sync_replicas=store_config.in_sync_replicas,
+                min_in_sync_replicas=store_config.min_in_sync_replicas,
             ),
+            in_sync=self.in_sync_set,
+            epochs=self._epochs if self.controller_mode else None,
         )
         _, port = await self.master.start()
+        self._ha_port = port
         self._ha_addr = f"{config.broker_ip2 or advertised_ip}:{port}"
         log.info("broker %s HA service on port %d (%s)", config.broker_name, port, self._ha_addr)
 
@@ -115,7 +152,8 @@ class Replication:
             self.metadata.set_master(master_addr)
 
     async def wait_for_slave(self, end_offset: int) -> PutMessageStatus:
-        """SYNC_MASTER: PUT_OK, SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT for a put ending at `end_offset`."""
+        """SYNC_MASTER (or controller mode): PUT_OK, SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT or
+        IN_SYNC_REPLICAS_NOT_ENOUGH for a put ending at `end_offset` (insync.py has the rule)."""
         if self.master is None:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return await self.master.wait_for_slave(end_offset, self.slave_timeout_s)
@@ -123,6 +161,104 @@ class Replication:
     @property
     def sync_master(self) -> bool:
         return self.role is BrokerRole.SYNC_MASTER
+
+    @property
+    def waits_for_replicas(self) -> bool:
+        """Whether acknowledged puts wait for replicas: a SYNC_MASTER, or any master in controller mode."""
+        return self.sync_master or self.controller_mode
+
+    # --- controller mode: the API failover coordination drives -------------------------
+
+    @property
+    def _epochs(self) -> EpochFile:
+        epochs = getattr(self.store, "epochs", None)
+        if not isinstance(epochs, EpochFile):
+            raise ConfigError("controller mode needs the file message store (it keeps the epoch file)")
+        return epochs
+
+    @property
+    def epoch(self) -> int:
+        """The newest master term in this store's epoch file (0: none yet)."""
+        epochs = getattr(self.store, "epochs", None)
+        return epochs.last_epoch if isinstance(epochs, EpochFile) else 0
+
+    @property
+    def confirm_offset(self) -> int:
+        """Master: how far the in-sync set holds the CommitLog (allAck), else its end.
+        Slave: what the master last sent, capped by this store's end."""
+        if self.master is not None:
+            return self.master.confirm_offset
+        if self.slave is not None and self.slave.follow is not None:
+            return self.slave.confirm_offset
+        return self.store.get_max_phy_offset()
+
+    def replicas(self) -> dict[int, ReplicaState]:
+        """Master: what each slave (by broker id) acknowledged, whether it is connected, when
+        it last caught up (loop time). Empty on a slave."""
+        return dict(self.master.replicas) if self.master is not None else {}
+
+    async def promote(self, epoch: int) -> int:
+        """Become the master of term `epoch`; returns the CommitLog offset where it starts.
+
+        Stops the HA client, cuts a torn record at the end of the log, notes
+        (epoch, max offset) in the epoch file (EpochError when `epoch` is not above the
+        last one, unless it is the same entry again), switches the store to SYNC_MASTER
+        and serves slaves on the HA port (the same port across role changes). Broker
+        services (schedule, transactions, registration as brokerId 0) are the caller's.
+        """
+        if not self.controller_mode:
+            raise ConfigError("promote needs controller mode (enableControllerMode=true)")
+        epochs = self._epochs
+        last = epochs.last
+        if last is not None and epoch < last.epoch:
+            raise EpochError(f"cannot become master of epoch {epoch}: this store is already in epoch {last.epoch}")
+        if self.slave is not None:
+            await self.slave.close()
+            self.slave = None
+        if self.metadata is not None:
+            await self.metadata.close()
+        set_role = getattr(self.store, "set_role")  # noqa: B009 - the file store's (checked in __init__)
+        set_role(BrokerRole.SYNC_MASTER)
+        start = self.store.get_max_phy_offset()
+        if last is None or epoch > last.epoch:
+            epochs.append(epoch, start)
+        self.role = BrokerRole.SYNC_MASTER
+        if self.master is None:
+            await self._start_master()
+        log.info("promoted to master of epoch %d at CommitLog offset %d", epoch, start)
+        return start
+
+    async def follow(self, master_ha_addr: str, epoch: int) -> None:
+        """Become a slave of the master of term `epoch` at `master_ha_addr` (host:port of its HA port).
+
+        Stops serving slaves, switches the store to SLAVE (cutting a torn tail) and starts
+        the HA client; at its handshake the store is truncated to where it agrees with the
+        master's epochs and copying resumes from there. `follow_failed` says why it stopped
+        when the logs share no epoch (the replica must be wiped). EpochError when `epoch` is
+        below this store's last epoch.
+        """
+        if not self.controller_mode:
+            raise ConfigError("follow needs controller mode (enableControllerMode=true)")
+        last = self._epochs.last_epoch
+        if epoch < last:
+            raise EpochError(f"cannot follow epoch {epoch}: this store is already in epoch {last}")
+        if self.master is not None:
+            await self.master.close()
+            self.master = None
+        if self.slave is not None:
+            await self.slave.close()
+            self.slave = None
+        set_role = getattr(self.store, "set_role")  # noqa: B009 - the file store's (checked in __init__)
+        set_role(BrokerRole.SLAVE)
+        self.role = BrokerRole.SLAVE
+        self.slave = self._new_slave(master_ha_addr, FollowSettings(self.replica_id, epoch))
+        self.slave.start()
+        log.info("following the master of epoch %d at %s", epoch, master_ha_addr)
+
+    @property
+    def follow_failed(self) -> str:
+        """Why following stopped for good (no common epoch with the master), or ""."""
+        return self.slave.failed if self.slave is not None else ""
 
     async def close(self) -> None:
         if self.metadata is not None:

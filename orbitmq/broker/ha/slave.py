@@ -21,14 +21,21 @@ from dataclasses import dataclass, field
 
 from orbitmq.broker.ha.protocol import (
     CHALLENGE_SIZE,
+    DataDecoder,
+    MasterHello,
+    SlaveHello,
     TransferDecoder,
     challenge_nonce,
+    encode_ack,
     encode_proof,
     encode_report,
+    encode_slave_hello,
+    read_master_hello,
 )
-from orbitmq.errors import FrameError
+from orbitmq.errors import FrameError, OrbitMQError
 from orbitmq.remoting.listener import HANDSHAKE_TIMEOUT_S
 from orbitmq.store.api import MessageStore
+from orbitmq.store.epochs import EpochEntry, EpochFile, find_consistent_point
 
 log = logging.getLogger("orbitmq.broker.ha")
 
@@ -49,6 +56,21 @@ class SlaveSettings:
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class FollowSettings:
+    """Controller mode: who this slave is and which master term it follows."""
+
+    broker_id: int
+    #: The master term this slave was told to follow; a master reporting a lower one is refused.
+    epoch: int
+    sync_from_last_file: bool = False
+    async_learner: bool = False
+
+
+class ReplicaDiverged(OrbitMQError):
+    """This replica's log shares no epoch with the master's: it cannot follow without a wipe."""
+
+
 def _split_addr(addr: str) -> tuple[str, int]:
     host, sep, port = addr.rpartition(":")
     if not sep or not host or not port.isdigit():
@@ -59,14 +81,25 @@ def _split_addr(addr: str) -> tuple[str, int]:
 class HASlave:
     """Keeps the local (slave) store a byte-identical prefix of the master's CommitLog."""
 
-    def __init__(self, store: MessageStore, settings: SlaveSettings, master_ha_addr: str = "") -> None:
+    def __init__(
+        self, store: MessageStore, settings: SlaveSettings, master_ha_addr: str = "",
+        follow: FollowSettings | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings
         self.master_ha_addr = master_ha_addr
+        #: Controller mode (RocketMQ 5's auto-switch stream) when set.
+        self.follow = follow
         self._task: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
         #: True while a connection to the master is open.
         self.connected = False
+        #: Controller mode: the confirm offset the master last sent, capped by this store's end.
+        self.confirm_offset = 0
+        #: Controller mode: why replication stopped for good (the logs diverged), or "".
+        self.failed = ""
+        #: Controller mode: CommitLog bytes cut at the last handshake (for logs and tests).
+        self.truncated_bytes = 0
 
     def set_master(self, ha_addr: str) -> None:
         """Use `ha_addr` from now on (reconnects when it changed)."""
@@ -95,7 +128,11 @@ class HASlave:
             self._changed.clear()
             try:
                 await self._replicate(addr)
-            except (OSError, FrameError, TimeoutError, ValueError) as exc:
+            except ReplicaDiverged as exc:
+                self.failed = str(exc)
+                log.error("replication stopped for good: %s", exc)
+                return
+            except (OSError, FrameError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
                 log.warning("replication from %s stopped: %s", addr, exc)
             finally:
                 self.connected = False
@@ -123,6 +160,15 @@ class HASlave:
                 except asyncio.IncompleteReadError as exc:
                     raise ConnectionError("the master closed the HA connection before its challenge") from exc
                 writer.write(encode_proof(self.settings.auth_secret, challenge_nonce(challenge)))
+            if self.follow is not None:
+                await self._handshake(reader, writer, self.follow)
+                log.info(
+                    "replicating from master %s at offset %d in epoch %d", addr, self.store.get_max_phy_offset(),
+                    self._epochs.last_epoch,
+                )
+                heartbeat = asyncio.ensure_future(self._heartbeat(writer))
+                await self._receive_epochs(reader, writer)
+                return
             writer.write(encode_report(self.store.get_max_phy_offset()))
             await writer.drain()
             log.info("replicating from master %s at offset %d", addr, self.store.get_max_phy_offset())
@@ -161,7 +207,87 @@ class HASlave:
     async def _heartbeat(self, writer: asyncio.StreamWriter) -> None:
         """Report the max offset every haSendHeartbeatInterval, so the master sees us alive."""
         period = self.settings.heartbeat_interval_ms / 1000
+        encode = encode_ack if self.follow is not None else encode_report
         while True:
             await asyncio.sleep(period)
-            writer.write(encode_report(self.store.get_max_phy_offset()))
+            writer.write(encode(self.store.get_max_phy_offset()))
             await writer.drain()
+
+    # --- controller mode -----------------------------------------------------------------
+
+    @property
+    def _epochs(self) -> EpochFile:
+        epochs: EpochFile = getattr(self.store, "epochs")  # noqa: B009 - the file store's; Replication checks
+        return epochs
+
+    async def _handshake(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, follow: FollowSettings) -> None:
+        """Exchange epoch lists, cut this store back to where it agrees with the master, ack its end."""
+        writer.write(encode_slave_hello(SlaveHello(follow.broker_id, follow.sync_from_last_file, follow.async_learner)))
+        await writer.drain()
+        idle_s = self.settings.housekeeping_interval_ms / 1000
+
+        async def readexactly(n: int) -> bytes:
+            return await asyncio.wait_for(reader.readexactly(n), idle_s)
+
+        hello = await read_master_hello(readexactly)
+        if hello.last_epoch < follow.epoch:
+            raise FrameError(
+                f"the master at this address is in epoch {hello.last_epoch}, older than epoch {follow.epoch} to follow"
+            )
+        self.truncated_bytes = self.truncate_to(hello)
+        writer.write(encode_ack(self.store.get_max_phy_offset()))
+        await writer.drain()
+
+    def truncate_to(self, hello: MasterHello) -> int:
+        """findConsistentPoint and doTruncate: cut what the master's epochs do not vouch for."""
+        store = self.store
+        epochs = self._epochs
+        local = epochs.entries
+        local_max = store.get_max_phy_offset()
+        master = [EpochEntry(e, s) for e, s in hello.epochs]
+        point = find_consistent_point(local, local_max, master, hello.max_offset)
+        if point < 0:
+            raise ReplicaDiverged(
+                f"no epoch of this replica ({_show(local)}, end {local_max}) matches the master's "
+                f"({_show(master)}, end {hello.max_offset}); wipe this replica's store to let it copy again"
+            )
+        cut = 0
+        if point < local_max:
+            log.warning("truncating this replica from %d to %d to match the master's epochs", local_max, point)
+            truncate = getattr(store, "truncate")  # noqa: B009 - the file store's
+            cut = int(truncate(point))
+        epochs.truncate_from(point)
+        return cut
+
+    async def _receive_epochs(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        store = self.store
+        epochs = self._epochs
+        decoder = DataDecoder(READ_CHUNK)
+        idle_s = self.settings.housekeeping_interval_ms / 1000
+        while not self._changed.is_set():
+            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+            if not data:
+                raise ConnectionError("the master closed the HA connection")
+            appended = False
+            for frame in decoder.feed(data):
+                mine = store.get_max_phy_offset()
+                if frame.offset != mine and mine != 0:
+                    raise FrameError(f"master sent data for offset {frame.offset}, this slave ends at {mine}")
+                last = epochs.last_epoch
+                if frame.epoch < last:
+                    raise FrameError(f"master sent data of epoch {frame.epoch}, this slave is in epoch {last}")
+                if frame.epoch > last:
+                    if frame.epoch_start > frame.offset:
+                        raise FrameError(f"epoch {frame.epoch} starts at {frame.epoch_start}, after its data at {frame.offset}")
+                    epochs.append(frame.epoch, frame.epoch_start)
+                if frame.data:
+                    if not store.append_to_commit_log(frame.offset, frame.data):
+                        raise FrameError(f"the store refused replicated data at offset {frame.offset}")
+                    appended = True
+                self.confirm_offset = min(frame.confirm_offset, store.get_max_phy_offset())
+            if appended:
+                writer.write(encode_ack(store.get_max_phy_offset()))
+
+
+def _show(entries: list[EpochEntry]) -> str:
+    return ", ".join(f"epoch {e.epoch} from {e.start_offset}" for e in entries) or "no epochs"

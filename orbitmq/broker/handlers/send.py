@@ -153,6 +153,10 @@ def status_response(request: RemotingCommand, result: PutMessageResult, max_body
         return request.response(
             ResponseCode.SYSTEM_ERROR, result.remark or "create mapped file failed, server is busy or broken."
         )
+    if status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH:
+        return request.response(
+            ResponseCode.SYSTEM_ERROR, result.remark or "in-sync replicas not enough: fewer copies than minInSyncReplicas"
+        )
     if status is PutMessageStatus.OS_PAGECACHE_BUSY:
         return request.response(
             ResponseCode.SYSTEM_ERROR, result.remark or "[PC_SYNCHRONIZED]broker busy, start flow control for a while"

@@ -1,0 +1,57 @@
+"""Internal writes obey the replication rule too.
+
+Client sends wait for replicas in the send handler (`replica_wait`). What the
+broker writes on its own — delayed and timer deliveries, the real message of a
+committed transaction and its op record, messages sent back for retry — goes
+through `ReplicatedWrites`, a view of the store whose puts return only once
+the copies the rule asks for hold the record (or the slave timeout passed:
+FLUSH_SLAVE_TIMEOUT, which still counts as stored). It waits only while this
+broker is a master that waits for replicas (SYNC_MASTER, or controller mode),
+checked at each put, so a promotion or demotion takes effect at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
+from orbitmq.store.api import MessageStore, PutMessageResult, PutMessageStatus
+
+if TYPE_CHECKING:
+    from orbitmq.broker.ha.service import Replication
+
+
+class ReplicatedWrites:
+    """Wraps a `MessageStore`: the same reads, puts that wait for replicas (see the module docstring)."""
+
+    def __init__(self, store: MessageStore, replication: Replication) -> None:
+        self._store = store
+        self._replication = replication
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        result = await self._store.put_message(msg)
+        return await self._replicated(result, msg.waits_for_store)
+
+    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        result = await self._store.put_messages(batch)
+        return await self._replicated(result, batch.wait_store)
+
+    async def _replicated(self, result: PutMessageResult, waits: bool) -> PutMessageResult:
+        replication = self._replication
+        ar = result.append_result
+        if (
+            not waits or ar is None or result.status is not PutMessageStatus.PUT_OK
+            or replication.master is None or not replication.waits_for_replicas
+        ):
+            return result
+        status = await replication.wait_for_slave(ar.wrote_offset + ar.wrote_bytes)
+        if status is PutMessageStatus.PUT_OK:
+            return result
+        return PutMessageResult(status, ar, result.remark)
+
+    def as_store(self) -> MessageStore:
+        """This view typed as the store it wraps."""
+        return cast(MessageStore, self)
