@@ -328,7 +328,7 @@ class Broker:
         self._client_ssl = config.tls.client_context()
         self.replication = self._create_replication(store, server_tls)
         # What the broker writes on its own waits for replicas as client sends do (ha/writes.py).
-        self._internal_store = ReplicatedWrites(store, self.replication).as_store()
+        self._internal_store = ReplicatedWrites(store, lambda: self.replication).as_store()
         self._create_delay_services(self._internal_store)
 
         if config.acl_enable:
@@ -474,7 +474,11 @@ class Broker:
                 offsets_changed=self._offsets_changed, credentials=self._own_credentials(),
                 ssl_context=self._client_ssl,
             )
-        return Replication(config, store, metadata=metadata, server_tls=server_tls, client_ssl=self._client_ssl)
+        return Replication(
+            config, store, metadata=metadata, server_tls=server_tls, client_ssl=self._client_ssl,
+            # enableControllerMode (orbitmq/failover): the epoch-aware HA stream (docs/failover-store.md).
+            controller_mode=bool(getattr(config, "enable_controller_mode", False)),
+        )
 
     def _delay_routing(self) -> DelayRouting:
         assert self.schedule is not None and self.timers is not None

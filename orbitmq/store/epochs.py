@@ -154,7 +154,6 @@ class EpochFile:
     def last(self) -> EpochEntry | None:
         return self._entries[-1] if self._entries else None
 
-    @property
     def last_epoch(self) -> int:
         """The newest term, 0 when there is none."""
         return self._entries[-1].epoch if self._entries else 0

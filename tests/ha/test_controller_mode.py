@@ -33,14 +33,14 @@ pytestmark = pytest.mark.timeout(60)
 
 @asynccontextmanager
 async def replica(
-    root: Path, broker_id: int, role: BrokerRole = BrokerRole.SLAVE, **store: object
+    root: Path, broker_id: int, role: BrokerRole = BrokerRole.SLAVE, controller_mode: bool = True, **store: object
 ) -> AsyncIterator[Replication]:
-    """A store plus its replication in controller mode (neither leading nor following yet)."""
+    """A store plus its replication, by default in controller mode (neither leading nor following yet)."""
     store_config = small_config(root, broker_role=role, ha_listen_port=0, ha_send_heartbeat_interval=200, **store)
     config = BrokerConfig(store=store_config, broker_id=broker_id, listen_port=0)
     st = DefaultMessageStore(store_config)
     await st.start()
-    rep = Replication(config, st, controller_mode=True)
+    rep = Replication(config, st, controller_mode=controller_mode)
     rep.slave_timeout_s = 0.5
     await rep.start("127.0.0.1", "127.0.0.1")
     try:
@@ -172,7 +172,7 @@ async def test_internal_writes_wait_for_the_in_sync_set(tmp_path: Path) -> None:
         replica(tmp_path / "s", 2) as slave,
     ):
         await master.promote(1)
-        internal = ReplicatedWrites(master.store, master).as_store()
+        internal = ReplicatedWrites(master.store, lambda: master).as_store()
         master.in_sync_set.set([2])  # a member that is not connected: puts cannot be acknowledged
         result = await internal.put_message(message(body=b"delayed delivery"))
         assert result.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
@@ -234,3 +234,20 @@ async def test_the_master_speaks_rocketmq5s_frames_and_no_batch_spans_two_epochs
 
 def await_acked(master: Replication, broker_id: int) -> int:
     return master.replicas()[broker_id].acked
+
+
+async def test_a_4x_sync_master_with_in_sync_replicas_3_waits_for_two_slaves(tmp_path: Path) -> None:
+    async with replica(
+        tmp_path / "m", 0, BrokerRole.SYNC_MASTER, controller_mode=False, in_sync_replicas=3
+    ) as master:
+        addr = ha_addr(master)
+        async with replica(tmp_path / "s1", 1, controller_mode=False, ha_master_address=addr) as s1:
+            await until(lambda: master.master is not None and master.master.connections == 1, "one slave connected")
+            _, status = await put(master, b"one copy")
+            assert status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+            async with replica(tmp_path / "s2", 2, controller_mode=False, ha_master_address=addr) as s2:
+                await until(lambda: master.master is not None and master.master.connections == 2, "two slaves")
+                _, status = await put(master, b"three copies")
+                assert status is PutMessageStatus.PUT_OK
+                end = master.store.get_max_phy_offset()
+                assert s1.store.get_max_phy_offset() == end and s2.store.get_max_phy_offset() == end

@@ -112,3 +112,33 @@ async def test_a_fresh_slave_starts_from_the_masters_newest_file_and_serves_it(
     response = await pull(client, slave, TOPIC, "G", sent, max_nums=32)
     assert response.code == ResponseCode.SUCCESS, response.remark
     assert [m.body for m in records(response)] == tail
+
+
+async def test_a_sync_masters_own_writes_wait_for_the_slave_too(
+    tmp_path: Path, procs: list[ServerProcess], client: RemotingClient
+) -> None:
+    """A message a consumer sends back (a write the broker makes, not a client send) is
+    answered only once the slave holds it, as a client send is."""
+    ns = start_namesrv(tmp_path)
+    procs.append(ns)
+    master = _start(procs, broker_conf(tmp_path, "master", ns.addr, "SYNC_MASTER")).addr
+    slave = _start(procs, broker_conf(tmp_path, "slave", ns.addr, "SLAVE"))
+
+    async def sent_ok() -> bool:
+        return (await send_v1(client, master, TOPIC, b"acked")).code == ResponseCode.SUCCESS
+
+    await until(sent_ok)
+    response = await send_v1(client, master, TOPIC, b"to be returned")
+    assert response.code == ResponseCode.SUCCESS
+    offset = response.field("msgId")
+    assert offset
+    back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+        "offset": str(int(offset[-16:], 16)), "group": "CG", "delayLevel": "-1", "originMsgId": offset,
+        "originTopic": TOPIC, "unitMode": "false",
+    })
+    os.kill(slave.pid, signal.SIGSTOP)  # connected, but it reads and acks nothing
+    try:
+        answer = await client.invoke(master, back, 10.0)
+    finally:
+        os.kill(slave.pid, signal.SIGCONT)
+    assert answer.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, (answer.code, answer.remark)

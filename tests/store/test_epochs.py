@@ -25,7 +25,7 @@ def test_file_format_is_count_crc_and_epoch_offset_lines(tmp_path: Path) -> None
     assert (tmp_path / "epochFileCheckpoint").read_bytes() == b"2\n%d\n" % (zlib.crc32(body) & 0x7FFFFFFF) + body
     again = EpochFile(str(tmp_path / "epochFileCheckpoint"))
     assert again.entries == [EpochEntry(1, 0), EpochEntry(3, 1000)]
-    assert again.last_epoch == 3
+    assert again.last_epoch() == 3
     assert again.epoch_at(999) == 1 and again.epoch_at(1000) == 3
 
 

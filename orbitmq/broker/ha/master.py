@@ -211,7 +211,7 @@ class HAMaster:
             if self.settings.controller_mode:
                 await self._converse_controller(reader, writer, str(peer))
             else:
-                await self._converse(reader, writer)
+                await self._converse(reader, writer, str(peer))
         except (FrameError, ConnectionError, TimeoutError) as exc:
             log.warning("HA connection of slave %s closed: %s", peer, exc)
         finally:
@@ -240,7 +240,19 @@ class HAMaster:
         if not proof_ok(secret, nonce, proof):
             raise FrameError("the slave failed HA authentication (wrong or missing haSecret)")
 
-    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str = "") -> None:
+        # A 4.x slave names no broker id: it is tracked under a negative stand-in while connected.
+        state = ReplicaState(self._next_anonymous, peer)
+        self._next_anonymous -= 1
+        self.replicas[state.broker_id] = state
+        try:
+            await self._converse_4x(reader, writer, state)
+        finally:
+            del self.replicas[state.broker_id]
+            if self._custom_rule:
+                self._recompute()
+
+    async def _converse_4x(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: ReplicaState) -> None:
         settings = self.settings
         idle_s = settings.housekeeping_interval_ms / 1000
         decoder = ReportDecoder()
@@ -257,7 +269,7 @@ class HAMaster:
         oldest = self.store.get_min_phy_offset()
         if begin < oldest:
             raise FrameError(f"slave needs offset {begin}, but the oldest CommitLog byte kept is at {oldest}")
-        self._ack(first)
+        self._ack(first, state)
         pusher = asyncio.ensure_future(self._push(writer, begin))
         # A pusher that fails (socket error) ends the read below at once, not at the next report.
         def on_pusher_done(task: asyncio.Future[None]) -> None:
@@ -274,21 +286,21 @@ class HAMaster:
                 if offset is not None:
                     if offset > self.store.get_max_phy_offset():
                         raise FrameError(f"slave acknowledges offset {offset}, past this master's end")
-                    self._ack(offset)
+                    self._ack(offset, state)
             pusher.result()  # surfaces why the pusher stopped
         finally:
             pusher.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                 await pusher
 
-    def _ack(self, offset: int, state: ReplicaState | None = None) -> None:
-        if state is None:
-            self.acks.ack(offset)
-            return
+    def _ack(self, offset: int, state: ReplicaState) -> None:
         state.acked = max(state.acked, offset)
         if offset >= self.store.get_max_phy_offset():
             state.caught_up_at = asyncio.get_running_loop().time()
-        self._recompute()
+        if self._custom_rule:
+            self._recompute()
+        else:
+            self.acks.ack(offset)  # RocketMQ 4.x: any one slave
 
     # --- controller mode -----------------------------------------------------------------
 

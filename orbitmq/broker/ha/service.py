@@ -123,7 +123,9 @@ class Replication:
                 auth_secret=config.ha_auth_secret,
                 tls=self._server_tls,
                 controller_mode=self.controller_mode,
-                all_ack=store_config.all_ack_in_sync_state_set,
+                # In controller mode a SYNC_MASTER waits for its whole in-sync set (allAck).
+                all_ack=store_config.all_ack_in_sync_state_set
+                or (self.controller_mode and self.role is BrokerRole.SYNC_MASTER),
                 in_sync_replicas=store_config.in_sync_replicas,
                 min_in_sync_replicas=store_config.min_in_sync_replicas,
             ),
@@ -180,7 +182,7 @@ class Replication:
     def epoch(self) -> int:
         """The newest master term in this store's epoch file (0: none yet)."""
         epochs = getattr(self.store, "epochs", None)
-        return epochs.last_epoch if isinstance(epochs, EpochFile) else 0
+        return epochs.last_epoch() if isinstance(epochs, EpochFile) else 0
 
     @property
     def confirm_offset(self) -> int:
@@ -239,7 +241,7 @@ class Replication:
         """
         if not self.controller_mode:
             raise ConfigError("follow needs controller mode (enableControllerMode=true)")
-        last = self._epochs.last_epoch
+        last = self._epochs.last_epoch()
         if epoch < last:
             raise EpochError(f"cannot follow epoch {epoch}: this store is already in epoch {last}")
         if self.master is not None:

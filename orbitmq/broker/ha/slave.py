@@ -164,7 +164,7 @@ class HASlave:
                 await self._handshake(reader, writer, self.follow)
                 log.info(
                     "replicating from master %s at offset %d in epoch %d", addr, self.store.get_max_phy_offset(),
-                    self._epochs.last_epoch,
+                    self._epochs.last_epoch(),
                 )
                 heartbeat = asyncio.ensure_future(self._heartbeat(writer))
                 await self._receive_epochs(reader, writer)
@@ -273,7 +273,7 @@ class HASlave:
                 mine = store.get_max_phy_offset()
                 if frame.offset != mine and mine != 0:
                     raise FrameError(f"master sent data for offset {frame.offset}, this slave ends at {mine}")
-                last = epochs.last_epoch
+                last = epochs.last_epoch()
                 if frame.epoch < last:
                     raise FrameError(f"master sent data of epoch {frame.epoch}, this slave is in epoch {last}")
                 if frame.epoch > last:

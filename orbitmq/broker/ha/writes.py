@@ -12,6 +12,7 @@ checked at each put, so a promotion or demotion takes effect at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from orbitmq.common.message import MessageExtBatch, MessageExtBrokerInner
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
 class ReplicatedWrites:
     """Wraps a `MessageStore`: the same reads, puts that wait for replicas (see the module docstring)."""
 
-    def __init__(self, store: MessageStore, replication: Replication) -> None:
+    def __init__(self, store: MessageStore, replication: Callable[[], Replication | None]) -> None:
         self._store = store
+        #: The broker's replication of the moment (a role change may replace it).
         self._replication = replication
 
     def __getattr__(self, name: str) -> Any:
@@ -40,10 +42,10 @@ class ReplicatedWrites:
         return await self._replicated(result, batch.wait_store)
 
     async def _replicated(self, result: PutMessageResult, waits: bool) -> PutMessageResult:
-        replication = self._replication
+        replication = self._replication()
         ar = result.append_result
         if (
-            not waits or ar is None or result.status is not PutMessageStatus.PUT_OK
+            not waits or ar is None or result.status is not PutMessageStatus.PUT_OK or replication is None
             or replication.master is None or not replication.waits_for_replicas
         ):
             return result

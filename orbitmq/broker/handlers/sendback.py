@@ -37,7 +37,7 @@ from orbitmq.errors import NoPermission, OrbitMQError, SubscriptionGroupNotExist
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
-from orbitmq.store.api import MessageStore
+from orbitmq.store.api import MessageStore, PutMessageStatus
 
 
 class SendBackHandler:
@@ -97,7 +97,9 @@ class SendBackHandler:
         self.route_delayed(msg)
         msg.refresh_properties_string()
         result = await self.store.put_message(msg)
-        if not result.is_ok:
+        # Stored but not replicated in time (or not flushed) is not acknowledged either: the
+        # consumer then sends the message again itself (a duplicate rather than a loss).
+        if result.status is not PutMessageStatus.PUT_OK:
             return status_response(request, result, config.store.max_message_size)
         if self.stats is not None:
             self.stats.record_put(1, msg.topic, len(msg.body))
