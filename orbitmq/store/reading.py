@@ -47,7 +47,10 @@ class QueueReader:
         offset: int,
         max_msg_nums: int,
         message_filter: MessageFilter | None,
+        visible_end: int | None = None,
     ) -> GetMessageResult:
+        """`visible_end`: records ending past this CommitLog offset are not served yet
+        (controller mode's confirm offset); the read stops before the first of them."""
         result = GetMessageResult()
         if cq is None:
             result.status = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
@@ -77,7 +80,7 @@ class QueueReader:
             result.status = GetMessageStatus.OFFSET_FOUND_NULL
             result.next_begin_offset = cq.next_file_offset(offset)
             return result
-        self._collect(result, found[1], offset, max_msg_nums, message_filter)
+        self._collect(result, found[1], offset, max_msg_nums, message_filter, visible_end)
         return result
 
     def _collect(
@@ -87,6 +90,7 @@ class QueueReader:
         offset: int,
         max_msg_nums: int,
         message_filter: MessageFilter | None,
+        visible_end: int | None = None,
     ) -> None:
         config = self.config
         commitlog = self.commitlog
@@ -104,10 +108,15 @@ class QueueReader:
         scanned = 0
         n = min(len(entries), scan_limit) // CQ_UNIT_SIZE
         max_pulled = 0
+        limited = False
         for i, (phys, size, tags_code) in enumerate(CQ_ENTRY.iter_unpack(entries[: n * CQ_UNIT_SIZE])):
             scanned = i + 1
             if size == BLANK_SIZE or phys < min_phys or phys < skip_below:
                 continue
+            if visible_end is not None and phys + size > visible_end:
+                scanned = i
+                limited = True
+                break
             in_disk = max_phys - phys > self.memory_window
             if count and (
                 count >= max_msg_nums
@@ -144,6 +153,9 @@ class QueueReader:
         if count:
             result.status = GetMessageStatus.FOUND
             result.suggest_pulling_from_slave = max_phys - max_pulled > self.memory_window
+        elif limited and scanned == 0:
+            # Nothing confirmed yet at this offset: answered as "no new message" (long polling waits).
+            result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
         else:
             result.status = status
 

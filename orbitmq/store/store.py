@@ -15,6 +15,7 @@ tasks, flush everything, write the checkpoint, remove the abort marker.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -117,6 +118,12 @@ class DefaultMessageStore:
         self._reserve_failed = False
         #: Master terms and where each began in the CommitLog (controller mode; epochs.py).
         self.epochs = EpochFile(store_path(config.root_dir, EPOCH_FILE_NAME))
+        #: Controller mode with allAck: consumers read only records ending at or below this
+        #: CommitLog offset (the confirm offset); None: no limit (`limit_reads`).
+        self.visible_end: int | None = None
+        #: Dispatch wake-ups held back until the confirm offset covers them:
+        #: (topic, queue id, queue max offset, CommitLog end at dispatch).
+        self._held_wakeups: collections.deque[tuple[str, int, int, int]] = collections.deque()
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -445,7 +452,9 @@ class DefaultMessageStore:
         max_msg_nums: int,
         message_filter: MessageFilter | None = None,
     ) -> GetMessageResult:
-        return self.reader.get_message(self.queues.find(topic, queue_id), offset, max_msg_nums, message_filter)
+        return self.reader.get_message(
+            self.queues.find(topic, queue_id), offset, max_msg_nums, message_filter, self.visible_end
+        )
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.queues.find(topic, queue_id)
@@ -665,6 +674,10 @@ class DefaultMessageStore:
                 mf.sync()
         self.queues.dirty.clear()
         self._reput_offset = min(self._reput_offset, offset)
+        while self._held_wakeups and self._held_wakeups[-1][3] > offset:
+            self._held_wakeups.pop()
+        if self.visible_end is not None:
+            self.visible_end = min(self.visible_end, offset)
         if self._group is not None:
             self._group.flushed_offset = min(self._group.flushed_offset, offset)
         checkpoint = self.checkpoint
@@ -694,6 +707,41 @@ class DefaultMessageStore:
 
     def add_dispatch_listener(self, listener: DispatchListener) -> None:
         self.dispatcher.listeners.append(listener)
+
+    def limit_reads(self, confirm_offset: int | None) -> None:
+        """Controller mode with allAck (RocketMQ 5's confirm offset): serve consumers only the
+        records that end at or below `confirm_offset`; None lifts the limit.
+
+        Wake-ups of long-polling pulls for records past the limit are held back and given
+        when a later call covers them, so a parked pull is answered once its message is
+        confirmed, not at its next timeout.
+        """
+        listeners = self.dispatcher.listeners
+        if confirm_offset is not None and self.visible_end is None:
+            listeners.insert(0, self._hold_wakeup)
+        elif confirm_offset is None and self.visible_end is not None:
+            listeners.remove(self._hold_wakeup)
+        self.visible_end = confirm_offset
+        held = self._held_wakeups
+        if not held:
+            return
+        limit = confirm_offset if confirm_offset is not None else self.commitlog.max_offset
+        ready: dict[tuple[str, int], int] = {}
+        while held and held[0][3] <= limit:
+            topic, queue_id, max_offset, _ = held.popleft()
+            ready[(topic, queue_id)] = max_offset
+        if confirm_offset is None:
+            held.clear()
+        for (topic, queue_id), max_offset in ready.items():
+            for listener in listeners:
+                if listener != self._hold_wakeup:
+                    listener(topic, queue_id, max_offset)
+
+    def _hold_wakeup(self, topic: str, queue_id: int, max_offset: int) -> None:
+        end = self.commitlog.max_offset
+        visible = self.visible_end
+        if visible is not None and end > visible:
+            self._held_wakeups.append((topic, queue_id, max_offset, end))
 
     def runtime_info(self) -> dict[str, str]:
         group = self._group

@@ -251,3 +251,28 @@ async def test_a_4x_sync_master_with_in_sync_replicas_3_waits_for_two_slaves(tmp
                 assert status is PutMessageStatus.PUT_OK
                 end = master.store.get_max_phy_offset()
                 assert s1.store.get_max_phy_offset() == end and s2.store.get_max_phy_offset() == end
+
+
+async def test_with_all_ack_consumers_see_only_what_the_in_sync_set_holds(tmp_path: Path) -> None:
+    async with (
+        replica(tmp_path / "m", 1, all_ack_in_sync_state_set=True) as master,
+        replica(tmp_path / "s", 2) as slave,
+    ):
+        await master.promote(1)
+        _, status = await put(master, b"before the set")
+        assert status is PutMessageStatus.PUT_OK
+        master.in_sync_set.set([2])
+        assert bodies(store_of(master)) == [b"before the set"], "a new master's own log is confirmed"
+        woken: list[tuple[str, int, int]] = []
+        master.store.add_dispatch_listener(lambda t, q, o: woken.append((t, q, o)))
+        _, status = await put(master, b"unconfirmed")
+        assert status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        assert bodies(store_of(master)) == [b"before the set"], "not served before the in-sync set holds it"
+        with master.store.get_message("g", "T", 0, 1, 32) as got:
+            assert got.status.value == "OFFSET_OVERFLOW_ONE" and got.next_begin_offset == 1
+        woken.clear()
+        await slave.follow(ha_addr(master), 1)
+        await until(lambda: bodies(store_of(master)) == [b"before the set", b"unconfirmed"], "the slave confirmed it")
+        assert ("T", 0, 2) in woken, "parked pulls are woken when their message is confirmed"
+        assert master.confirm_offset == master.store.get_max_phy_offset()
+        await until(lambda: bodies(store_of(slave)) == [b"before the set", b"unconfirmed"], "the slave serves it")

@@ -107,6 +107,10 @@ class HAMaster:
     async def start(self) -> tuple[str, int]:
         """Listen on the HA port; returns the bound (host, port), port 0 resolved."""
         self.store.add_dispatch_listener(self.notify)
+        if self.settings.controller_mode:
+            # A new master's whole log counts as confirmed (RocketMQ 5: confirm offset := max offset).
+            self.acks.ack(self.store.get_max_phy_offset())
+            self._apply_visibility()
         loop = asyncio.get_running_loop()
 
         def protocol() -> asyncio.StreamReaderProtocol:  # what asyncio.start_server builds per connection
@@ -119,6 +123,9 @@ class HAMaster:
 
     async def close(self) -> None:
         self.in_sync.remove_listener(self._recompute)
+        limit_reads = getattr(self.store, "limit_reads", None)
+        if limit_reads is not None and self.settings.controller_mode:
+            limit_reads(None)
         self.acks.close()
         if self._server is not None:
             self._server.close()
@@ -160,6 +167,14 @@ class HAMaster:
     def _recompute(self) -> None:
         if self._custom_rule:
             self.acks.ack(self.required_offset())
+            self._apply_visibility()
+
+    def _apply_visibility(self) -> None:
+        """Controller mode with allAck and an in-sync set: consumers read up to the confirm offset."""
+        limit_reads = getattr(self.store, "limit_reads", None)
+        if limit_reads is None or not (self.settings.controller_mode and self.settings.all_ack):
+            return
+        limit_reads(self.confirm_offset if self.in_sync.members else None)
 
     def enough_replicas(self) -> bool:
         """minInSyncReplicas holds (always true outside controller mode)."""

@@ -235,8 +235,15 @@ class HASlave:
                 f"the master at this address is in epoch {hello.last_epoch}, older than epoch {follow.epoch} to follow"
             )
         self.truncated_bytes = self.truncate_to(hello)
+        self._limit_reads(self.store.get_max_phy_offset())  # what is left agrees with the master
         writer.write(encode_ack(self.store.get_max_phy_offset()))
         await writer.drain()
+
+    def _limit_reads(self, offset: int) -> None:
+        """Consumers of this slave read only what the master confirmed (controller mode)."""
+        limit_reads = getattr(self.store, "limit_reads", None)
+        if limit_reads is not None:
+            limit_reads(offset)
 
     def truncate_to(self, hello: MasterHello) -> int:
         """findConsistentPoint and doTruncate: cut what the master's epochs do not vouch for."""
@@ -285,6 +292,7 @@ class HASlave:
                         raise FrameError(f"the store refused replicated data at offset {frame.offset}")
                     appended = True
                 self.confirm_offset = min(frame.confirm_offset, store.get_max_phy_offset())
+            self._limit_reads(self.confirm_offset)
             if appended:
                 writer.write(encode_ack(store.get_max_phy_offset()))
 
