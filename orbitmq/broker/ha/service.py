@@ -218,26 +218,29 @@ class Replication:
             await self.slave.close()
             self.slave = None
         if self.metadata is not None:
-            await self.metadata.close()
+            self.metadata.master_addr = ""  # a master's tables are its own from now on
         set_role = getattr(self.store, "set_role")  # noqa: B009 - the file store's (checked in __init__)
         set_role(BrokerRole.SYNC_MASTER)
-        start = self.store.get_max_phy_offset()
         if last is None or epoch > last.epoch:
-            epochs.append(epoch, start)
+            epochs.append(epoch, self.store.get_max_phy_offset())
+        found = epochs.find(epoch)
+        assert found is not None
+        start = found.start_offset
         self.role = BrokerRole.SYNC_MASTER
         if self.master is None:
             await self._start_master()
         log.info("promoted to master of epoch %d at CommitLog offset %d", epoch, start)
         return start
 
-    async def follow(self, master_ha_addr: str, epoch: int) -> None:
+    async def follow(self, master_ha_addr: str, epoch: int, master_addr: str = "") -> None:
         """Become a slave of the master of term `epoch` at `master_ha_addr` (host:port of its HA port).
 
         Stops serving slaves, switches the store to SLAVE (cutting a torn tail) and starts
         the HA client; at its handshake the store is truncated to where it agrees with the
         master's epochs and copying resumes from there. `follow_failed` says why it stopped
         when the logs share no epoch (the replica must be wiped). EpochError when `epoch` is
-        below this store's last epoch.
+        below this store's last epoch. `master_addr` (the master's remoting address) points
+        the metadata sync at it when this broker has one (it started as a slave).
         """
         if not self.controller_mode:
             raise ConfigError("follow needs controller mode (enableControllerMode=true)")
@@ -255,6 +258,8 @@ class Replication:
         self.role = BrokerRole.SLAVE
         self.slave = self._new_slave(master_ha_addr, FollowSettings(self.replica_id, epoch))
         self.slave.start()
+        if self.metadata is not None and master_addr:
+            self.metadata.set_master(master_addr)
         log.info("following the master of epoch %d at %s", epoch, master_ha_addr)
 
     @property

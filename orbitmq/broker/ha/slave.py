@@ -32,7 +32,7 @@ from orbitmq.broker.ha.protocol import (
     encode_slave_hello,
     read_master_hello,
 )
-from orbitmq.errors import FrameError, OrbitMQError
+from orbitmq.errors import FrameError, OrbitMQError, StoreError
 from orbitmq.remoting.listener import HANDSHAKE_TIMEOUT_S
 from orbitmq.store.api import MessageStore
 from orbitmq.store.epochs import EpochEntry, EpochFile, find_consistent_point
@@ -132,7 +132,7 @@ class HASlave:
                 self.failed = str(exc)
                 log.error("replication stopped for good: %s", exc)
                 return
-            except (OSError, FrameError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
+            except (OSError, FrameError, StoreError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
                 log.warning("replication from %s stopped: %s", addr, exc)
             finally:
                 self.connected = False
