@@ -89,7 +89,10 @@ class CleanService:
         index: ExpiringIndex | None,
         clock_ms: Callable[[], int],
         disk_usage: DiskUsage,
+        on_deleted: Callable[[int], object] | None = None,
     ) -> None:
+        #: Told the CommitLog's new min offset after a round deleted files (the epoch file).
+        self._on_deleted = on_deleted
         self._config = config
         self._commitlog = commitlog
         self._queues = queues
@@ -181,6 +184,8 @@ class CleanService:
             ratio = self.check_disk()
         self._clean_logics(now)
         if deleted:
+            if self._on_deleted is not None:
+                self._on_deleted(self._commitlog.min_offset)
             ratio = self.check_disk()
         self._note_nothing_to_free(ratio, retained or len(log_files.files) <= 1)
         return deleted

@@ -103,7 +103,10 @@ class DefaultMessageStore:
         self.dispatcher = Dispatcher(self.queues, self.index)
         self.reader = QueueReader(config, self.commitlog)
         self.checkpoint: StoreCheckpoint | None = None
-        self.cleaner = CleanService(config, self.commitlog, self.queues, self.index, clock_ms, disk_usage)
+        self.cleaner = CleanService(
+            config, self.commitlog, self.queues, self.index, clock_ms, disk_usage,
+            on_deleted=lambda min_offset: self.epochs.drop_before(min_offset),
+        )
         self._group: GroupCommit | None = None
         self._commitlog_flusher: IntervalFlush | None = None
         #: CommitLog offset up to which replicated records are dispatched (slaves).

@@ -231,3 +231,18 @@ async def test_retention_and_delete_hour_changed_at_run_time_take_effect_on_the_
         store.update_config(dataclasses.replace(config, mapped_file_size_commit_log=1 << 20, file_reserved_time=5))
         assert store.config.file_reserved_time == 5
         assert store.config.mapped_file_size_commit_log == config.mapped_file_size_commit_log, "fixed at start"
+
+
+async def test_deleting_commit_log_files_drops_the_epochs_that_ended_in_them(tmp_path: Path) -> None:
+    clock = FakeClock()
+    config = small_config(tmp_path, file_reserved_time=1, delete_when=other_hour(clock))
+    async with DefaultMessageStore(config, clock_ms=clock, disk_usage=FakeDisk(tmp_path, fixed=0.2)) as store:
+        store.epochs.append(1, 0)
+        await fill_files(store, 30)
+        store.epochs.append(2, store.get_max_phy_offset())
+        await fill_files(store, 70)
+        store.epochs.append(3, store.get_max_phy_offset())
+        clock.advance(2 * HOUR_MS)
+        assert await store.cleaner.clean_once(manual=True) > 0
+        assert store.epochs.entries[0].epoch == 2, "epoch 1 ended below the oldest byte kept"
+        assert [e.epoch for e in store.epochs.entries] == [2, 3]
