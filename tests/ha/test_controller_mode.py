@@ -192,8 +192,11 @@ async def test_min_in_sync_replicas_refuses_acks_when_the_set_is_too_small(tmp_p
     async with replica(tmp_path / "m", 1, min_in_sync_replicas=2) as master:
         await master.promote(1)
         master.in_sync_set.set([])
+        assert not master.enough_replicas()
         _, status = await put(master, b"alone")
         assert status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
+        master.in_sync_set.set([2])
+        assert master.enough_replicas()
 
 
 

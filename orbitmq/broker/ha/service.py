@@ -262,6 +262,12 @@ class Replication:
             self.metadata.set_master(master_addr)
         log.info("following the master of epoch %d at %s", epoch, master_ha_addr)
 
+    def enough_replicas(self) -> bool:
+        """minInSyncReplicas holds (controller mode master): the master and its in-sync set are
+        enough copies. A send gate can refuse before writing when this is False, as RocketMQ does;
+        without such a gate the put is stored and answered IN_SYNC_REPLICAS_NOT_ENOUGH."""
+        return self.master.enough_replicas() if self.master is not None else True
+
     @property
     def follow_failed(self) -> str:
         """Why following stopped for good (no common epoch with the master), or ""."""
