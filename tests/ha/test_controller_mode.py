@@ -33,11 +33,12 @@ pytestmark = pytest.mark.timeout(60)
 
 @asynccontextmanager
 async def replica(
-    root: Path, broker_id: int, role: BrokerRole = BrokerRole.SLAVE, controller_mode: bool = True, **store: object
+    root: Path, broker_id: int, role: BrokerRole = BrokerRole.SLAVE, controller_mode: bool = True,
+    ha_secret: str = "", **store: object
 ) -> AsyncIterator[Replication]:
     """A store plus its replication, by default in controller mode (neither leading nor following yet)."""
     store_config = small_config(root, broker_role=role, ha_listen_port=0, ha_send_heartbeat_interval=200, **store)
-    config = BrokerConfig(store=store_config, broker_id=broker_id, listen_port=0)
+    config = BrokerConfig(store=store_config, broker_id=broker_id, listen_port=0, ha_secret=ha_secret)
     st = DefaultMessageStore(store_config)
     await st.start()
     rep = Replication(config, st, controller_mode=controller_mode)
@@ -162,7 +163,7 @@ async def test_a_follower_refuses_a_master_of_an_older_epoch(tmp_path: Path) -> 
         await master.promote(1)
         await put(master, b"old term")
         await follower.follow(ha_addr(master), 2)
-        await asyncio.sleep(0.5)  # give it time to (wrongly) copy; the assertion below can fail
+        await until(lambda: follower.slave is not None and "older than epoch 2" in follower.slave.last_error, "refused")
         assert follower.store.get_max_phy_offset() == 0
 
 
@@ -279,3 +280,19 @@ async def test_with_all_ack_consumers_see_only_what_the_in_sync_set_holds(tmp_pa
         assert ("T", 0, 2) in woken, "parked pulls are woken when their message is confirmed"
         assert master.confirm_offset == master.store.get_max_phy_offset()
         await until(lambda: bodies(store_of(slave)) == [b"before the set", b"unconfirmed"], "the slave serves it")
+
+
+async def test_ha_authentication_runs_before_the_controller_handshake(tmp_path: Path) -> None:
+    async with (
+        replica(tmp_path / "m", 1, ha_secret="group secret") as master,
+        replica(tmp_path / "bad", 2, ha_secret="wrong") as intruder,
+        replica(tmp_path / "good", 3, ha_secret="group secret") as friend,
+    ):
+        await master.promote(1)
+        await put(master, b"for friends")
+        await intruder.follow(ha_addr(master), 1)
+        await friend.follow(ha_addr(master), 1)
+        await until(lambda: friend.store.get_max_phy_offset() == master.store.get_max_phy_offset(), "the friend copied")
+        await until(lambda: intruder.slave is not None and bool(intruder.slave.last_error), "the intruder was refused")
+        assert intruder.store.get_max_phy_offset() == 0
+        assert 2 not in master.replicas() and 3 in master.replicas()

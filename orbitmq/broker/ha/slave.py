@@ -100,6 +100,8 @@ class HASlave:
         self.failed = ""
         #: Controller mode: CommitLog bytes cut at the last handshake (for logs and tests).
         self.truncated_bytes = 0
+        #: Why the last connection to the master ended ("" before any did).
+        self.last_error = ""
 
     def set_master(self, ha_addr: str) -> None:
         """Use `ha_addr` from now on (reconnects when it changed)."""
@@ -133,6 +135,7 @@ class HASlave:
                 log.error("replication stopped for good: %s", exc)
                 return
             except (OSError, FrameError, StoreError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
+                self.last_error = str(exc) or type(exc).__name__
                 log.warning("replication from %s stopped: %s", addr, exc)
             finally:
                 self.connected = False
