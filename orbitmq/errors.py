@@ -205,6 +205,31 @@ class FlowControl(BrokerError):
     response_code = ResponseCode.FLOW_CONTROL
 
 
+class NoMessage(BrokerError):
+    """208: a POP ack or change-invisible names an offset outside its queue (RocketMQ 5)."""
+
+    response_code = ResponseCode.NO_MESSAGE
+
+
+class InvalidParameter(BrokerError):
+    response_code = ResponseCode.INVALID_PARAMETER
+
+
+class PollingFull(BrokerError):
+    """209 as RocketMQ 5 answers a POP that may not park (4.x used 209 for an ACL failure, so the
+    code is not registered for `for_code`)."""
+
+    def __init__(self, remark: str | None = None, *, code: int | None = None) -> None:
+        super().__init__(remark, code=ResponseCode.POLLING_FULL if code is None else code)
+
+
+class PollingTimeout(BrokerError):
+    """210 as RocketMQ 5 answers a POP whose long poll ended empty (not registered, as 209)."""
+
+    def __init__(self, remark: str | None = None, *, code: int | None = None) -> None:
+        super().__init__(remark, code=ResponseCode.POLLING_TIMEOUT if code is None else code)
+
+
 class DiskFull(ServiceNotAvailable):
     """The broker's disk refused a write for lack of space (answered 14 SERVICE_NOT_AVAILABLE)."""
 

@@ -117,6 +117,15 @@ class RequestCode(IntEnum):
     LIST_TIMER_MESSAGES = 9101
     CANCEL_TIMER_MESSAGE = 9102
     RESCHEDULE_TIMER_MESSAGE = 9103
+    # RocketMQ 5 POP consumption (broker/pop/; the gRPC front's ReceiveMessage, AckMessage,
+    # ChangeInvisibleDuration use them): headers in remoting/pop_headers.py.
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
 
     # --- broker -> client (requests a client must answer or accept) -------------
     CHECK_TRANSACTION_STATE = 39
@@ -165,3 +174,8 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    #: RocketMQ 5: a request field out of its range (POP's maxMsgNums > 32, queueId >= readQueueNums).
+    INVALID_PARAMETER = 29
+    #: RocketMQ 5's meanings of 209 and 210 (POP long polling); aliases of the 4.x names above.
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210

@@ -53,6 +53,21 @@ from orbitmq.remoting.admin_headers import (
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.header_base import CommandHeader, Long, header, parser
 
+# RocketMQ 5's POP headers (re-exported for the same reason).
+from orbitmq.remoting.pop_headers import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
+    PeekMessageRequestHeader,
+    PeekMessageResponseHeader,
+    PollingInfoRequestHeader,
+    PollingInfoResponseHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
+
 # --- send (§3.1) -------------------------------------------------------------------------
 
 
@@ -309,8 +324,11 @@ class ViewMessageRequestHeader(CommandHeader):
     offset: Long  # commit-log offset
 
 __all__ = [
+    "AckMessageRequestHeader",
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
+    "ChangeInvisibleTimeRequestHeader",
+    "ChangeInvisibleTimeResponseHeader",
     "CheckTransactionStateRequestHeader",
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
@@ -341,7 +359,15 @@ __all__ = [
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",
     "Long",
+    "NotificationRequestHeader",
+    "NotificationResponseHeader",
     "NotifyConsumerIdsChangedRequestHeader",
+    "PeekMessageRequestHeader",
+    "PeekMessageResponseHeader",
+    "PollingInfoRequestHeader",
+    "PollingInfoResponseHeader",
+    "PopMessageRequestHeader",
+    "PopMessageResponseHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",

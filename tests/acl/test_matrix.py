@@ -61,7 +61,8 @@ RESOURCE_CHECKED = {
     C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, C.QUERY_TOPIC_CONSUME_BY_WHO, C.QUERY_CONSUME_TIME_SPAN,
     C.GET_CONSUMER_RUNNING_INFO, C.QUERY_CORRECTION_OFFSET, C.CONSUME_MESSAGE_DIRECTLY, C.CLONE_GROUP_OFFSET,
     C.QUERY_CONSUME_QUEUE, C.RECALL_MESSAGE, C.LIST_TIMER_MESSAGES, C.CANCEL_TIMER_MESSAGE,
-    C.RESCHEDULE_TIMER_MESSAGE,
+    C.RESCHEDULE_TIMER_MESSAGE, C.POP_MESSAGE, C.PEEK_MESSAGE, C.NOTIFICATION, C.POLLING_INFO, C.ACK_MESSAGE,
+    C.CHANGE_MESSAGE_INVISIBLETIME, C.BATCH_ACK_MESSAGE,
 }
 
 
@@ -119,6 +120,8 @@ BODIES = {
     C.LOCK_BATCH_MQ: b'{"consumerGroup":"G","clientId":"c","mqSet":[{"topic":"T","brokerName":"b","queueId":0}]}',
     C.UNLOCK_BATCH_MQ: b'{"consumerGroup":"G","clientId":"c","mqSet":[{"topic":"T","brokerName":"b","queueId":0}]}',
     C.CHECK_CLIENT_CONFIG: b'{"clientId":"c","group":"G","subscriptionData":{"topic":"T"}}',
+    C.BATCH_ACK_MESSAGE: b'{"acks":[{"b":"AQ==","c":"G","it":60000,"pt":1,"q":0,"r":"0","rq":0,"so":100,"t":"T"}],'
+                         b'"brokerName":"b"}',
 }
 
 

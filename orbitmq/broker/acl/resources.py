@@ -193,6 +193,29 @@ def _unregister(request: RemotingCommand) -> Needed:
     return [(group_resource(group), SUB)] if group else []
 
 
+def _pop_topic(request: RemotingCommand) -> Needed:
+    """ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME name the real topic: a POP retry topic
+    (`%RETRY%{group}_{topic}` or `+{topic}`) of the request's own group is checked as its topic."""
+    topic = _field(request, "topic") or ""
+    group = _field(request, "consumerGroup") or ""
+    prefix = RETRY_GROUP_TOPIC_PREFIX + group
+    if group and topic.startswith(prefix) and topic[len(prefix):len(prefix) + 1] in ("_", "+"):
+        topic = topic[len(prefix) + 1:]
+    return [(topic, SUB)]
+
+
+def _batch_ack(request: RemotingCommand) -> Needed:
+    """BATCH_ACK_MESSAGE: SUB on the original topic (`t`) and the group (`c`) of every entry."""
+    body = _body(request, "batch ack")
+    out: Needed = []
+    for entry in _list(body.get("acks"), "acks"):
+        if not isinstance(entry, dict):
+            raise AclError("batch ack body: acks holds a non-object")
+        out.append((_text(entry.get("t")), SUB))
+        out.append((group_resource(_text(entry.get("c"))), SUB))
+    return out or [(group_resource(""), SUB)]  # an empty batch still needs a group right
+
+
 def _clone_offsets(request: RemotingCommand) -> Needed:
     if _field(request, "topic") is None:
         raise NeedsAdmin("CLONE_GROUP_OFFSET without a topic rewrites every topic of the group: it needs an admin account")
@@ -250,6 +273,14 @@ RULES: dict[int, Rule] = {
     _C.GET_CONSUMER_LIST_BY_GROUP: _broker("Group:SUB,GET", _group("consumerGroup", SUB)),
     _C.LOCK_BATCH_MQ: _broker("Topic,Group:SUB", _lock_batch),
     _C.UNLOCK_BATCH_MQ: _broker("Topic,Group:SUB", _lock_batch),
+    # --- RocketMQ 5 POP consumption (ACL 2.0: SUB on topic and group; POLLING_INFO is a GET) --------
+    _C.POP_MESSAGE: _broker("Topic,Group:SUB", _all(_topic("topic", SUB), _group("consumerGroup", SUB))),
+    _C.PEEK_MESSAGE: _broker("Topic,Group:SUB", _all(_topic("topic", SUB), _group("consumerGroup", SUB))),
+    _C.NOTIFICATION: _broker("Topic,Group:SUB", _all(_topic("topic", SUB), _group("consumerGroup", SUB))),
+    _C.POLLING_INFO: _broker("Topic,Group:GET", _all(_topic("topic", ANY), _group("consumerGroup", ANY))),
+    _C.ACK_MESSAGE: _broker("Topic,Group:SUB", _all(_pop_topic, _group("consumerGroup", SUB))),
+    _C.CHANGE_MESSAGE_INVISIBLETIME: _broker("Topic,Group:SUB", _all(_pop_topic, _group("consumerGroup", SUB))),
+    _C.BATCH_ACK_MESSAGE: _broker("Topic,Group:SUB", _batch_ack),
     # --- NameServer: reads are open, writes need an admin account ----------------------------
     _C.PUT_KV_CONFIG: _admin("Cluster:UPDATE", Served.NAMESRV),
     _C.GET_KV_CONFIG: _namesrv_read("Cluster:GET"),
