@@ -43,6 +43,7 @@ from orbitmq.broker.handlers.client import ClientHandlers, GroupNotifier
 from orbitmq.broker.handlers.fields import HandlerFn
 from orbitmq.broker.handlers.groups import GroupHandlers
 from orbitmq.broker.handlers.offsets import OffsetHandlers
+from orbitmq.broker.handlers.pop import PopHandlers
 from orbitmq.broker.handlers.pull import PullHandler
 from orbitmq.broker.handlers.query import QueryHandlers
 from orbitmq.broker.handlers.reply import ReplyHandlers
@@ -54,6 +55,7 @@ from orbitmq.broker.locks import QueueLocks
 from orbitmq.broker.longpoll import PullWaiters
 from orbitmq.broker.metadata import GROUPS, OFFSETS, TOPICS, MetadataFiles
 from orbitmq.broker.offsets import ConsumerOffsetTable
+from orbitmq.broker.pop.service import PopService
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.registration import Registrar
 from orbitmq.broker.schedule import ScheduleService
@@ -257,6 +259,8 @@ class Broker:
         self.dedup: SendDeduplicator | None = None
         #: Master/slave replication for the store's brokerRole (broker/ha/).
         self.replication: Replication | None = None
+        #: RocketMQ 5 POP consumption (broker/pop/), made with the handlers.
+        self.pop: PopService | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -349,6 +353,8 @@ class Broker:
         registry = _TrackingRegistry(server, self.fast_server, self.acl, self.store_health, self.stats)
         self._registry = registry
         self._wire_handlers(registry, store)
+        if config.store.broker_role is not BrokerRole.SLAVE and self.pop is not None:
+            await self.pop.start()  # replays the revive topic before the first request
         host, port = await server.start()
         if self.fast_server is not None:
             fast_host, bound_fast = await self.fast_server.start()
@@ -437,6 +443,12 @@ class Broker:
         ).register(registry)
         AclHandlers(self.acl, self._identity).register(registry)
         TimerHandlers(live=self.live, topics=self.topics, timers=lambda: self.timers).register(registry)
+        self.pop = PopService(
+            live=self.live, topics=self.topics, groups=self.groups, offsets=self.offsets, store=store,
+            filters=self.filters, clock_ms=self.clock_ms, topics_changed=self._topics_changed,
+            groups_changed=self._groups_changed, offsets_changed=self._offsets_changed, stats=self.stats,
+        )
+        PopHandlers(self.pop).register(registry)
 
     def _own_credentials(self) -> AclCredentials | None:
         """The broker's own account (brokerAccessKey/brokerSecretKey), for what it sends."""
@@ -516,6 +528,8 @@ class Broker:
             await self.registrar.close(unregister=True)
             self.registrar = None
         self.waiters.wake_all()
+        if self.pop is not None:
+            self.pop.waiters.wake_all()
         if registry is not None and not await registry.drain(self.live.value.shutdown_drain_seconds):
             log.warning("%d requests still running at shutdown", registry.in_flight)
         await self._close_after_failed_start()
@@ -537,10 +551,10 @@ class Broker:
         if self.replication is not None:
             await self.replication.close()
             self.replication = None
-        for service in (self.timers, self.schedule, self.transactions):
+        for service in (self.pop, self.timers, self.schedule, self.transactions):
             if service is not None:
                 await service.close()
-        self.transactions = None
+        self.transactions = self.pop = None
         self.timers = self.schedule = None
         if self.store is not None:
             try:

@@ -9,7 +9,7 @@ field names. BATCH_ACK_MESSAGE has no header: its body is a `BatchAckMessageRequ
     response.ext_fields = PopMessageResponseHeader(...).to_ext_fields()
 
 The `extraInfo` strings and the `startOffsetInfo`/`msgOffsetInfo`/
-`orderCountInfo` summaries are built and parsed by orbitmq/broker/pop/extra_info.py.
+`orderCountInfo` summaries are built and parsed by orbitmq/common/extra_info.py.
 """
 
 from __future__ import annotations
