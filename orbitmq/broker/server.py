@@ -446,7 +446,7 @@ class Broker:
         self.pop = PopService(
             live=self.live, topics=self.topics, groups=self.groups, offsets=self.offsets, store=store,
             filters=self.filters, clock_ms=self.clock_ms, topics_changed=self._topics_changed,
-            groups_changed=self._groups_changed, offsets_changed=self._offsets_changed, stats=self.stats,
+            groups_changed=self._groups_changed, stats=self.stats,
         )
         PopHandlers(self.pop).register(registry)
 

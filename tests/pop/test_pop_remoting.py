@@ -232,3 +232,22 @@ async def test_bad_input_gets_rocketmqs_codes_and_the_broker_keeps_serving(tmp_p
         # Still serving.
         await send(client, addr, "PopX", b"y")
         assert len((await pop_all(client, addr, name, G, "PopX", 1)).messages) == 1
+
+
+async def test_peek_and_notification_change_nothing(tmp_path: Path) -> None:
+    async with start_broker(tmp_path) as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopP", queues=1)
+        note = {"consumerGroup": G, "topic": "PopP", "queueId": "-1", "pollTime": "0",
+                "bornTime": str(int(time.time() * 1000))}
+        response = await request(client, addr, RequestCode.NOTIFICATION, note)
+        assert response.code == 0 and response.field("hasMsg") == "false"
+        peek = {"consumerGroup": G, "topic": "PopP", "queueId": "0", "maxMsgNums": "4"}
+        assert (await request(client, addr, RequestCode.PEEK_MESSAGE, peek)).code == ResponseCode.PULL_NOT_FOUND
+        await send(client, addr, "PopP", b"p")
+        response = await request(client, addr, RequestCode.NOTIFICATION, note)
+        assert response.code == 0 and response.field("hasMsg") == "true"
+        peeked = await request(client, addr, RequestCode.PEEK_MESSAGE, peek)
+        assert peeked.code == 0 and peeked.body and b"p" in peeked.body_bytes()
+        popped = await pop_all(client, addr, name, G, "PopP", 1)
+        assert [m.message.body for m in popped.messages] == [b"p"]

@@ -231,7 +231,9 @@ def parse_batch_ack_body(body: bytes) -> list[BatchAck]:
         raise RecordError(f"the batch ack body is not JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise RecordError("the batch ack body is not a JSON object")
-    acks = data.get("acks") or []
+    acks = data.get("acks")
+    if acks is None:
+        acks = []
     if not isinstance(acks, list):
         raise RecordError("the batch ack field acks is not a list")
     out = []

@@ -144,7 +144,6 @@ class PopService:
         clock_ms: Callable[[], int],
         topics_changed: Callable[[], None],
         groups_changed: Callable[[], None],
-        offsets_changed: Callable[[], None],
         stats: BrokerStats | None = None,
     ) -> None:
         self.live = live
@@ -156,7 +155,6 @@ class PopService:
         self.clock_ms = clock_ms
         self.topics_changed = topics_changed
         self.groups_changed = groups_changed
-        self.offsets_changed = offsets_changed
         self.stats = stats
         self.revive_topic = revive_topic(live.value.broker_cluster_name)
         self.inflight = InFlight()
@@ -340,15 +338,19 @@ class PopService:
         self._revive_rr = (self._revive_rr + 1) % REVIVE_QUEUE_NUM
         return self._revive_rr
 
+    def _min_offset(self, topic: str, queue_id: int) -> int:
+        """The queue's min offset; 0 for a queue the store does not know yet (the store says -1)."""
+        return max(self.store.get_min_offset_in_queue(topic, queue_id), 0)
+
     def _start_offset(self, request: _Request, topic: str, qid: int) -> int:
         offset = self.offsets.query(request.group, topic, qid)
         if offset is not None and offset >= 0:
             return offset
         if names.is_retry_topic(topic) or request.init_mode == INIT_MODE_MIN:
-            offset = self.store.get_min_offset_in_queue(topic, qid)
+            offset = self._min_offset(topic, qid)
         else:
             max_offset = self.store.get_max_offset_in_queue(topic, qid)
-            min_offset = self.store.get_min_offset_in_queue(topic, qid)
+            min_offset = self._min_offset(topic, qid)
             # RocketMQ: a queue still starting at 0 is read from its first message (it is in memory);
             # otherwise from the newest one.
             offset = 0 if min_offset == 0 else max(max_offset - 1, min_offset)
@@ -495,7 +497,7 @@ class PopService:
             raise MessageIllegal(
                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{config.read_queue_nums}]"
             )
-        min_offset = self.store.get_min_offset_in_queue(topic, queue_id)
+        min_offset = self._min_offset(topic, queue_id)
         max_offset = self.store.get_max_offset_in_queue(topic, queue_id)
         if offset < min_offset or offset > max_offset or (offset == max_offset and not end_inclusive):
             raise NoMessage(f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, min:{min_offset}, "
@@ -612,7 +614,7 @@ class PopService:
                 break
             offset = self.offsets.query(group, real, qid)
             if offset is None:
-                offset = self.store.get_min_offset_in_queue(real, qid)
+                offset = self._min_offset(real, qid)
             result = self.store.get_message(group, real, qid, offset, left, None)
             rest += max(result.max_offset - result.next_begin_offset, 0)
             if result.message_count:
@@ -632,7 +634,7 @@ class PopService:
             if order and self.orders.blocked_until(real, group, qid, now, attempt_id) is not None:
                 continue
             offset = self.offsets.query(group, real, qid)
-            start = offset if offset is not None else self.store.get_min_offset_in_queue(real, qid)
+            start = offset if offset is not None else self._min_offset(real, qid)
             if self.store.get_max_offset_in_queue(real, qid) > start:
                 return True
         return False
@@ -803,7 +805,7 @@ class PopService:
         for qid in range(REVIVE_QUEUE_NUM):
             offset = self.offsets.query(REVIVE_GROUP, self.revive_topic, qid)
             if offset is None:
-                offset = self.store.get_min_offset_in_queue(self.revive_topic, qid)
+                offset = self._min_offset(self.revive_topic, qid)
             while True:
                 result = self.store.get_message(REVIVE_GROUP, self.revive_topic, qid, offset, 32, None)
                 try:
