@@ -15,7 +15,7 @@ from orbitmq.common import extra_info as xi
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
-from tests.broker.helpers import create_topic, request
+from tests.broker.helpers import create_topic, props, request, send_v2
 from tests.pop.helpers import addr_of, create_group, pop_all, send, start_broker
 
 pytestmark = pytest.mark.timeout(60)
@@ -229,6 +229,10 @@ async def test_bad_input_gets_rocketmqs_codes_and_the_broker_keeps_serving(tmp_p
         assert len(broker.pop.inflight) == 0
         bad_body = await client.invoke(addr, RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, {}, b"{nope"), 5)
         assert bad_body.code == ResponseCode.MESSAGE_ILLEGAL
+        # Nobody may write checkpoints into the revive topic (a forged one would re-put any message).
+        revive = f"rmq_sys_REVIVE_LOG_{broker.config.broker_cluster_name}"
+        forged_ck = await send_v2(client, addr, revive, b'{"so":0}', props(TAGS="ck"))
+        assert forged_ck.code == ResponseCode.NO_PERMISSION
         # Still serving.
         await send(client, addr, "PopX", b"y")
         assert len((await pop_all(client, addr, name, G, "PopX", 1)).messages) == 1

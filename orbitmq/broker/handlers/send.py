@@ -31,6 +31,7 @@ from orbitmq.broker.dedup import Key, SendDeduplicator, Stored, batch_ids, id_ke
 from orbitmq.broker.diskstate import WriteHealth
 from orbitmq.broker.expiry import TOPIC_TTL_ATTRIBUTE, message_ttl
 from orbitmq.broker.handlers.fields import Registry, integer
+from orbitmq.broker.pop.records import REVIVE_TOPIC_PREFIX
 from orbitmq.broker.stats import BrokerStats
 from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGroupTable
 from orbitmq.broker.timer.props import TIMER_DEL_UNIQKEY, TIMER_OUT_MS, TIMER_TOPIC
@@ -306,7 +307,8 @@ class SendHandlers:
             problem = names.validate_topic(topic)
             if problem:
                 raise SystemError_(problem)
-        if topic in names.NOT_ALLOWED_SEND_TOPICS:
+        if topic in names.NOT_ALLOWED_SEND_TOPICS or topic.startswith(REVIVE_TOPIC_PREFIX):
+            # The revive topic holds POP checkpoints: a forged one would re-put any message (broker/pop/).
             raise NoPermission(f"Sending message to topic[{topic}] is forbidden.")
         if topic_config is None:
             topic_config = self._auto_create(request, header)

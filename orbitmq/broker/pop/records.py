@@ -17,6 +17,8 @@ from typing import Any
 
 from orbitmq.common import jsonbody
 
+#: The revive topic is this prefix and the cluster name; sends to it are refused (handlers/send.py).
+REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"
 CK_TAG = "ck"
 ACK_TAG = "ack"
 BATCH_ACK_TAG = "bAck"

@@ -34,6 +34,7 @@ from orbitmq.broker.pop.records import (
     ACK_TAG,
     BATCH_ACK_TAG,
     CK_TAG,
+    REVIVE_TOPIC_PREFIX,
     AckRecord,
     CheckPoint,
     RecordError,
@@ -69,7 +70,6 @@ from orbitmq.store.config_file import load_with_backup, write_atomically
 
 log = logging.getLogger("orbitmq.broker.pop")
 
-REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"
 REVIVE_GROUP = "CID_RMQ_SYS_REVIVE_GROUP"
 REVIVE_QUEUE_NUM = 8
 #: The most messages one POP returns.
