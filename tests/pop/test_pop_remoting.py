@@ -159,6 +159,7 @@ async def test_fifo_pops_hold_the_queue_until_acked_and_redeliver_in_order(tmp_p
         again = await pop(client, addr, name, G, "PopO", order=True, poll_ms=5000, invisible_ms=60_000)
         assert [m.message.body for m in again.messages] == [b"o0", b"o2"]
         assert [m.reconsume_times for m in again.messages] == [1, 0]
+        assert [m.message.reconsume_times for m in again.messages] == [1, 0]  # also in the records
         for m in again.messages:
             await ack(client, addr, G, m)
         assert (await pop(client, addr, name, G, "PopO", order=True)).status == "NO_NEW_MSG"

@@ -426,7 +426,13 @@ class PopService:
                 queue_offset,
             )
             buffer = result.buffers[index]
-            outcome.buffers.append(self._reencode(buffer, request.topic, handle) if kind else buffer)
+            if kind:
+                outcome.buffers.append(self._reencode(buffer, request.topic, handle))
+            elif count:
+                # A FIFO redelivery carries its count as reconsumeTimes (what clients set from orderCountInfo).
+                outcome.buffers.append(self._reencode(buffer, request.topic, None, count))
+            else:
+                outcome.buffers.append(buffer)
             outcome.handles.append(handle)
             outcome.counts.append(count)
         outcome.results.append(result)
@@ -435,17 +441,20 @@ class PopService:
                                   result.next_begin_offset)
 
     @staticmethod
-    def _reencode(buffer: memoryview, topic: str, handle: xi.ExtraInfo) -> bytes:
-        """A retry-topic record shown under the original topic, with its extraInfo in POP_CK."""
+    def _reencode(buffer: memoryview, topic: str, handle: xi.ExtraInfo | None, reconsume: int = -1) -> bytes:
+        """A record shown under `topic`: a retry-topic one with its extraInfo in POP_CK, a FIFO
+        redelivery with its delivery count as reconsumeTimes."""
         msg = decode_record(buffer, decompress=False)
         props = dict(msg.properties)
-        props.setdefault(POP_CK, str(handle))
+        if handle is not None:
+            props.setdefault(POP_CK, str(handle))
         return encode_record(
             topic=topic.encode(), body=msg.body, properties=mc.encode_properties(props).encode(),
             queue_id=msg.queue_id, flag=msg.flag, queue_offset=msg.queue_offset,
             physical_offset=msg.commit_log_offset, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
             born_host=msg.born_host, store_timestamp=msg.store_timestamp, store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times, prepared_transaction_offset=msg.prepared_transaction_offset,
+            reconsume_times=msg.reconsume_times if reconsume < 0 else reconsume,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
         )
 
     # --- revive-topic records ----------------------------------------------------------------
