@@ -256,3 +256,19 @@ async def test_peek_and_notification_change_nothing(tmp_path: Path) -> None:
         assert peeked.code == 0 and peeked.body and b"p" in peeked.body_bytes()
         popped = await pop_all(client, addr, name, G, "PopP", 1)
         assert [m.message.body for m in popped.messages] == [b"p"]
+
+
+async def test_a_pop_that_found_its_queue_busy_is_woken_when_the_holder_is_done(tmp_path: Path) -> None:
+    # SYNC_FLUSH: the first pop holds the queue while its checkpoint is flushed; the second one,
+    # arriving meanwhile, skips the busy queue and parks, and must not wait out its whole poll.
+    async with start_broker(tmp_path, flushDiskType="SYNC_FLUSH") as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopZ", queues=1)
+        await send(client, addr, "PopZ", b"z1")
+        await send(client, addr, "PopZ", b"z2")
+        # Polls far longer than the requests' own timeout: only a wake-up answers the second one in time.
+        first, second = await asyncio.gather(
+            pop(client, addr, name, G, "PopZ", max_nums=1, poll_ms=60_000, timeout=10),
+            pop(client, addr, name, G, "PopZ", max_nums=1, poll_ms=60_000, timeout=10),
+        )
+        assert sorted(m.message.body for m in first.messages + second.messages) == [b"z1", b"z2"]

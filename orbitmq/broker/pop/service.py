@@ -166,6 +166,8 @@ class PopService:
         self._retry_of: dict[str, str] = {}
         #: topic@group@queue keys a pop is reading now (RocketMQ's try-lock: a busy queue is skipped).
         self._busy: set[str] = set()
+        #: Busy keys another pop skipped: its parked requests are woken when the holder is done.
+        self._contended: set[str] = set()
         self._revive_rr = 0
         #: CK and ack records being written: revive offsets do not move past them meanwhile.
         self._writing = 0
@@ -360,6 +362,7 @@ class PopService:
     async def _pop_queue(self, request: _Request, outcome: PopOutcome, topic: str, qid: int) -> None:
         lock = f"{topic}@{request.group}@{qid}"
         if lock in self._busy:
+            self._contended.add(lock)  # woken when the holder is done, instead of at the end of its poll
             return
         now = outcome.pop_time
         if request.order and self.orders.blocked_until(topic, request.group, qid, now, request.attempt_id):
@@ -369,6 +372,10 @@ class PopService:
             await self._pop_queue_locked(request, outcome, topic, qid)
         finally:
             self._busy.discard(lock)
+            if lock in self._contended:
+                self._contended.discard(lock)
+                self.waiters.notify(request.topic, qid if topic == request.topic else -1, 0)
+                self.waiters.notify(request.topic, -1, 0)
 
     async def _pop_queue_locked(self, request: _Request, outcome: PopOutcome, topic: str, qid: int) -> None:
         want = request.max_nums - len(outcome.buffers)
