@@ -17,6 +17,7 @@ from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import create_topic, props, request, send_v2
 from tests.pop.helpers import addr_of, create_group, pop_all, send, start_broker
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -272,3 +273,49 @@ async def test_a_pop_that_found_its_queue_busy_is_woken_when_the_holder_is_done(
             pop(client, addr, name, G, "PopZ", max_nums=1, poll_ms=60_000, timeout=10),
         )
         assert sorted(m.message.body for m in first.messages + second.messages) == [b"z1", b"z2"]
+
+
+async def test_parked_pops_are_bounded_per_queue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import orbitmq.broker.pop.service as service_module
+
+    monkeypatch.setattr(service_module, "MAX_POP_POLLING_PER_KEY", 1)
+    async with start_broker(tmp_path) as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopFull", queues=1)
+        parked = asyncio.ensure_future(pop(client, addr, name, G, "PopFull", poll_ms=20_000))
+        assert broker.pop is not None
+        service = broker.pop
+
+        async def parked_one() -> bool:
+            return service.polling_num(G, "PopFull", -1) == 1
+
+        await until(parked_one)
+        assert (await pop(client, addr, name, G, "PopFull", poll_ms=20_000)).status == "POLLING_FULL"
+        await send(client, addr, "PopFull", b"f")
+        assert [m.message.body for m in (await asyncio.wait_for(parked, 10)).messages] == [b"f"]
+
+
+async def test_settled_checkpoints_move_the_revive_offsets_to_the_end(tmp_path: Path) -> None:
+    from orbitmq.broker.pop.service import REVIVE_GROUP, REVIVE_QUEUE_NUM
+
+    async with start_broker(tmp_path) as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopE", queues=2)
+        for i in range(6):
+            await send(client, addr, "PopE", b"e", queue_id=i % 2)
+        for _ in range(3):  # three pops: three checkpoints in different revive queues
+            popped = await pop(client, addr, name, G, "PopE", max_nums=2)
+            for m in popped.messages:
+                await ack(client, addr, G, m)
+        pop_service, store = broker.pop, broker.store
+        assert pop_service is not None and store is not None
+        topic = pop_service.revive_topic
+
+        async def settled() -> bool:
+            return all(
+                broker.offsets.query(REVIVE_GROUP, topic, q) == store.get_max_offset_in_queue(topic, q)
+                for q in range(REVIVE_QUEUE_NUM)
+            )
+
+        await until(settled)
+        assert sum(store.get_max_offset_in_queue(topic, q) for q in range(REVIVE_QUEUE_NUM)) >= 6  # CKs and acks

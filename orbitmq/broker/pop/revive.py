@@ -100,9 +100,3 @@ class InFlight:
         if not queue:
             return end
         return min(min(ck.revive_offset for ck in queue.values()), end)
-
-    def open_count(self, group: str, topic: str) -> int:
-        """Messages of `group` popped from `topic` (or its retry topic) and neither acked nor revived."""
-        return sum(
-            len(ck.open_offsets()) for ck in self._cks.values() if ck.group == group and ck.topic == topic
-        )

@@ -169,8 +169,9 @@ class PopService:
         #: Busy keys another pop skipped: its parked requests are woken when the holder is done.
         self._contended: set[str] = set()
         self._revive_rr = 0
-        #: CK and ack records being written: revive offsets do not move past them meanwhile.
-        self._writing = 0
+        #: Revive queue -> its max offset when each record being written now was started: the
+        #: queue's revive offset does not move past those until they are in the table.
+        self._pending: dict[int, list[int]] = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._order_path = os.path.join(live.value.store.config_dir, ORDER_INFO_FILE)
@@ -475,11 +476,14 @@ class PopService:
             tags_code=tag_hash_code(tag),
         )
         msg.refresh_properties_string()
-        self._writing += 1
+        # Until this record is in the table, the queue's revive offset stays at or before it.
+        pending = self._pending.setdefault(revive_qid, [])
+        mark = self.store.get_max_offset_in_queue(self.revive_topic, revive_qid)
+        pending.append(mark)
         try:
             result = await self.store.put_message(msg)
         finally:
-            self._writing -= 1
+            pending.remove(mark)
         if not result.is_ok or result.append_result is None:
             log.warning("revive record %s not stored: %s %s", tag, result.status.value, result.remark)
             return None
@@ -487,15 +491,11 @@ class PopService:
 
     async def _store_ck(self, ck: CheckPoint) -> bool:
         keys = f"{ck.topic}@{ck.queue_id}@{ck.start_offset}@{ck.group}@{ck.pop_time}@{ck.broker_name}@ck"
-        self._writing += 1  # the CK enters the table only after its put: hold the revive offsets meanwhile
-        try:
-            offset = await self._put_revive(ck.revive_qid, CK_TAG, ck.encode(), keys)
-            if offset is None:
-                return False
-            ck.revive_offset = offset
-            self.inflight.add(ck)
-        finally:
-            self._writing -= 1
+        offset = await self._put_revive(ck.revive_qid, CK_TAG, ck.encode(), keys)
+        if offset is None:
+            return False
+        ck.revive_offset = offset
+        self.inflight.add(ck)  # no await since the put returned: the revive offset cannot pass it
         self._wake.set()
         return True
 
@@ -807,10 +807,8 @@ class PopService:
         return True
 
     def _commit_revive_offsets(self) -> None:
-        if self._writing:
-            return  # a record being written may not be in the table yet
         for qid in range(REVIVE_QUEUE_NUM):
-            end = self.store.get_max_offset_in_queue(self.revive_topic, qid)
+            end = min(self._pending.get(qid) or [self.store.get_max_offset_in_queue(self.revive_topic, qid)])
             self.offsets.commit(REVIVE_GROUP, self.revive_topic, qid, self.inflight.revive_offset(qid, end))
 
     # --- recovery -------------------------------------------------------------------------------
