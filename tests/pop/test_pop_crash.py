@@ -7,6 +7,7 @@ acked ones and ones never popped twice do not.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,18 @@ async def test_popped_unacked_messages_return_after_a_sigkill_and_acked_ones_do_
         for m in popped.messages:
             if m.message.body in acked:
                 await ack(client, addr, G, m)
+        # A FIFO batch out when the broker dies: its order info (file written within a second) survives.
+        await create_topic(client, addr, "CrashO", queues=1)
+        for i in range(2):
+            await send(client, addr, "CrashO", f"o{i}".encode())
+        fifo = await pop(client, addr, NAME, G, "CrashO", order=True, invisible_ms=3000)
+        assert [m.message.body for m in fifo.messages] == [b"o0", b"o1"]
+        await ack(client, addr, G, fifo.messages[0])
+        order_file = tmp_path / "store" / "config" / "consumerOrderInfo.json"
+        deadline = time.monotonic() + 10
+        while not (order_file.exists() and '"cm":1' in order_file.read_text()):
+            assert time.monotonic() < deadline, "the FIFO order info was never written"
+            await asyncio.sleep(0.05)
         # The offsets file is written only every 10 minutes here: the restart must rely on the revive log.
         broker.kill()
         broker = await asyncio.to_thread(start_broker, tmp_path)
@@ -58,6 +71,9 @@ async def test_popped_unacked_messages_return_after_a_sigkill_and_acked_ones_do_
         for m in back.messages:
             await ack(client, addr, G, m)
         assert (await pop(client, addr, NAME, G, "Crash", poll_ms=4000)).status == "NO_NEW_MSG"
+        # The un-acked FIFO message comes back in order, counted; the acked one does not.
+        again = await pop(client, addr, NAME, G, "CrashO", order=True, poll_ms=15_000)
+        assert [(m.message.body, m.reconsume_times) for m in again.messages] == [(b"o1", 1)]
     finally:
         await client.close()
         broker.stop()
