@@ -120,6 +120,12 @@ def test_fifo_order_info_blocks_counts_and_commits() -> None:
     info = loaded.get("T", "G", 0)
     assert info is not None and info.offsets == [10, 12] and info.counts == {10: 1} and info.attempt_id == "a1"
     assert orders.ack("T", "G", 0, 10, 3100, 3200) == 12 and orders.ack("T", "G", 0, 12, 3100, 3200) == 13
+    # A re-pop that read past an offset acked in the batch before keeps it acked (and undelivered).
+    orders.update("T", "G", 1, 100, 50, [5, 6, 7], None, 100)
+    orders.ack("T", "G", 1, 6, 100, 110)
+    assert orders.update("T", "G", 1, 200, 50, [5, 6, 7], None, 200, frozenset({6})) == [1, 1]
+    assert orders.acked_offsets("T", "G", 1) == {6}
+    assert orders.ack("T", "G", 1, 5, 200, 210) == 7
 
 
 def test_an_ack_on_a_pop_retry_topic_needs_sub_on_the_original_topic() -> None:

@@ -157,10 +157,13 @@ async def test_fifo_pops_hold_the_queue_until_acked_and_redeliver_in_order(tmp_p
         assert (await pop(client, addr, name, G, "PopO", order=True)).status == "NO_NEW_MSG"
         await ack(client, addr, G, first.messages[1])
         # o0 expires: it comes back first, counted, and o1 (acked) is not delivered again.
-        again = await pop(client, addr, name, G, "PopO", order=True, poll_ms=5000, invisible_ms=60_000)
+        again = await pop(client, addr, name, G, "PopO", order=True, poll_ms=5000, invisible_ms=1200)
         assert [m.message.body for m in again.messages] == [b"o0", b"o2"]
         assert [m.reconsume_times for m in again.messages] == [1, 0]
         assert [m.message.reconsume_times for m in again.messages] == [1, 0]  # also in the records
+        # Expiring once more: o1 stays acked.
+        again = await pop(client, addr, name, G, "PopO", order=True, poll_ms=5000, invisible_ms=60_000)
+        assert [(m.message.body, m.reconsume_times) for m in again.messages] == [(b"o0", 2), (b"o2", 1)]
         for m in again.messages:
             await ack(client, addr, G, m)
         assert (await pop(client, addr, name, G, "PopO", order=True)).status == "NO_NEW_MSG"

@@ -105,22 +105,28 @@ class OrderTable:
 
     def update(
         self, topic: str, group: str, queue_id: int, pop_time: int, invisible_time: int, offsets: list[int],
-        attempt_id: str | None, now: int,
+        attempt_id: str | None, now: int, acked: frozenset[int] = frozenset(),
     ) -> list[int]:
-        """Record a FIFO pop of `offsets`; returns each offset's count of earlier deliveries."""
+        """Record a FIFO pop that read `offsets` (ascending) and delivered those not in `acked`
+        (acked in the batch before: they stay in the batch as acked, so that a later re-pop skips
+        them too). Returns each delivered offset's count of earlier deliveries."""
         old = self.get(topic, group, queue_id)
         counts: dict[int, int] = {}
         same_attempt = old is not None and bool(attempt_id) and attempt_id == old.attempt_id
-        for offset in offsets:
+        bits = 0
+        for index, offset in enumerate(offsets):
+            if offset in acked:
+                bits |= 1 << index
+                continue
             before = old.counts.get(offset, 0) if old is not None else 0
             again = old is not None and offset in old.offsets and not same_attempt
             counts[offset] = before + 1 if again else before
         self._table.setdefault((topic, group), {})[queue_id] = OrderInfo(
-            pop_time=pop_time, invisible_time=invisible_time, offsets=list(offsets), counts=counts,
-            attempt_id=attempt_id, last_update=now,
+            pop_time=pop_time, invisible_time=invisible_time, offsets=list(offsets), commit_bits=bits,
+            counts=counts, attempt_id=attempt_id, last_update=now,
         )
         self.dirty = True
-        return [counts[o] for o in offsets]
+        return [counts[o] for o in offsets if o not in acked]
 
     def ack(self, topic: str, group: str, queue_id: int, offset: int, pop_time: int, now: int) -> int | None:
         """Set the ack bit of `offset` in the batch popped at `pop_time`; the new commit offset,

@@ -391,6 +391,7 @@ class PopService:
             result = self.store.get_message(request.group, topic, qid, offset, want, request.message_filter)
         outcome.rest_num += max(result.max_offset - result.next_begin_offset, 0)
         kind = xi.topic_type(topic)
+        acked: set[int] = set()
         if request.order:
             acked = self.orders.acked_offsets(topic, request.group, qid)
             keep = [i for i, o in enumerate(result.queue_offsets) if o not in acked]
@@ -406,9 +407,10 @@ class PopService:
         queue_offsets = [result.queue_offsets[i] for i in keep]
         broker_name = self.live.value.broker_name
         if request.order:
+            read = result.queue_offsets[: keep[-1] + 1]
             counts = self.orders.update(
-                topic, request.group, qid, outcome.pop_time, request.invisible_time, queue_offsets,
-                request.attempt_id, outcome.pop_time,
+                topic, request.group, qid, outcome.pop_time, request.invisible_time, read,
+                request.attempt_id, outcome.pop_time, frozenset(o for o in read if o in acked),
             )
             ck_start = queue_offsets[0]
             if offset != ck_start:
