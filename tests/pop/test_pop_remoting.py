@@ -144,6 +144,23 @@ async def test_tag_expressions_filter_and_skip(tmp_path: Path) -> None:
         assert [m.message.body for m in popped.messages] == [b"A", b"A", b"C"]
 
 
+async def test_sql92_expressions_filter(tmp_path: Path) -> None:
+    async with start_broker(tmp_path, enablePropertyFilter="true") as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopS", queues=1)
+        for level in (1, 5, 2, 9):
+            response = await send_v2(client, addr, "PopS", str(level).encode(), props(WAIT="true", level=str(level)))
+            assert response.code == ResponseCode.SUCCESS, response.remark
+        popped = await pop_all(client, addr, name, G, "PopS", 2, timeout=3, exp_type="SQL92", exp="level > 4")
+        assert [m.message.body for m in popped.messages] == [b"5", b"9"]
+        bad = await client.invoke(addr, RemotingCommand.request(RequestCode.POP_MESSAGE, {
+            "consumerGroup": G, "topic": "PopS", "queueId": "-1", "maxMsgNums": "1", "invisibleTime": "60000",
+            "pollTime": "0", "bornTime": str(int(time.time() * 1000)), "initMode": "0", "expType": "SQL92",
+            "exp": "level >",
+        }), 5)
+        assert bad.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
 async def test_fifo_pops_hold_the_queue_until_acked_and_redeliver_in_order(tmp_path: Path) -> None:
     async with start_broker(tmp_path) as broker, RemotingClient() as client:
         addr, name = addr_of(broker), broker.config.broker_name
