@@ -339,3 +339,15 @@ async def test_settled_checkpoints_move_the_revive_offsets_to_the_end(tmp_path: 
 
         await until(settled)
         assert sum(store.get_max_offset_in_queue(topic, q) for q in range(REVIVE_QUEUE_NUM)) >= 6  # CKs and acks
+
+
+async def test_a_revived_message_wakes_a_parked_pop(tmp_path: Path) -> None:
+    async with start_broker(tmp_path) as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopW", queues=2)
+        await send(client, addr, "PopW", b"w")
+        first = await pop_all(client, addr, name, G, "PopW", 1, invisible_ms=1000)
+        assert len(first.messages) == 1
+        # Parked far longer than the request's own timeout: only the retry topic's arrival answers it in time.
+        back = await pop(client, addr, name, G, "PopW", poll_ms=60_000, timeout=10)
+        assert [(m.message.body, m.message.reconsume_times) for m in back.messages] == [(b"w", 1)]
