@@ -351,3 +351,24 @@ async def test_a_revived_message_wakes_a_parked_pop(tmp_path: Path) -> None:
         # Parked far longer than the request's own timeout: only the retry topic's arrival answers it in time.
         back = await pop(client, addr, name, G, "PopW", poll_ms=60_000, timeout=10)
         assert [(m.message.body, m.message.reconsume_times) for m in back.messages] == [(b"w", 1)]
+
+
+async def test_a_retry_topic_name_too_long_keeps_the_message_in_flight(tmp_path: Path) -> None:
+    group = "G" * 110  # "%RETRY%" + group + "_" + topic is past the 127-character topic limit
+    async with start_broker(tmp_path) as broker, RemotingClient() as client:
+        addr, name = addr_of(broker), broker.config.broker_name
+        await create_topic(client, addr, "PopLongName", queues=1)
+        await send(client, addr, "PopLongName", b"kept")
+        popped = await pop_all(client, addr, name, group, "PopLongName", 1, invisible_ms=500)
+        info = xi.parse_extra_info(popped.messages[0].extra_info)
+        service = broker.pop
+        assert service is not None
+        ck = service.inflight.get(merge_key("PopLongName", group, 0, info.ck_offset, info.pop_time, name))
+        assert ck is not None
+
+        async def tried() -> bool:
+            return ck.re_put >= 1
+
+        await until(tried)
+        assert xi.pop_retry_topic(group, "PopLongName") not in broker.topics
+        assert service.inflight.get(ck.key) is ck  # not lost: tried again later

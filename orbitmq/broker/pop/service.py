@@ -718,7 +718,13 @@ class PopService:
         """Revive every CK whose time has come; the number of messages re-put."""
         moved = 0
         for ck in self.inflight.due(self.clock_ms()):
-            moved += await self._revive(ck)
+            try:
+                moved += await self._revive(ck)
+            except Exception:  # one CK's failure must neither stop the round nor drop that CK
+                log.exception("revive of %s@%d from offset %d failed", ck.topic, ck.queue_id, ck.start_offset)
+                ck.re_put += 1
+                step = _REPUT_BACKOFF_S[min(ck.re_put - 1, len(_REPUT_BACKOFF_S) - 1)]
+                self.inflight.postpone(ck, self.clock_ms() + step * 1000)
         self._commit_revive_offsets()
         self._write_orders()
         return moved
@@ -789,6 +795,10 @@ class PopService:
             target = ck.topic if names.is_retry_topic(ck.topic) else xi.pop_retry_topic(ck.group, ck.topic)
             self._retry_of[target] = original
         if target not in self.topics:
+            problem = names.validate_topic(target)
+            if problem:  # e.g. group and topic too long together: kept in its CK, tried again later
+                log.warning("cannot revive %s@%d offset %d: %s", ck.topic, ck.queue_id, msg.queue_offset, problem)
+                return False
             self.topics.ensure(target, 1, PERM_READ | PERM_WRITE)
             self.topics_changed()
             if not names.is_dlq_topic(target) and self.offsets.query(ck.group, target, 0) is None:
