@@ -255,12 +255,12 @@ class Broker:
         self.filters = ConsumerFilterTable(lambda: self.live.value.enable_property_filter)
         #: Half messages, END_TRANSACTION and transaction checks (broker/transaction/).
         self.transactions: TransactionService | None = None
+        #: RocketMQ 5 POP consumption (broker/pop/), made with the handlers.
+        self.pop: PopService | None = None
         #: The duplicate window of idempotent sends (broker/dedup.py), made when the handlers are.
         self.dedup: SendDeduplicator | None = None
         #: Master/slave replication for the store's brokerRole (broker/ha/).
         self.replication: Replication | None = None
-        #: RocketMQ 5 POP consumption (broker/pop/), made with the handlers.
-        self.pop: PopService | None = None
 
     @property
     def config(self) -> BrokerConfig:
