@@ -15,8 +15,9 @@ logging never blocks or breaks the application:
   to a timeout; `close()` flushes, stops the thread and shuts the producer
   down. `logging.shutdown()` calls both at interpreter exit.
 
-Each message carries the formatted record as its body, the level name as its
-tag, the logger name as its key, and properties `logger`, `level`,
+Each message carries the formatted record as its body, the handler's `tag`
+as its tag (as RocketMQ's log4j/logback appenders take one; without a `tag`
+option, the record's level name), the logger name as its key, and properties `logger`, `level`,
 `process`, `thread` and `created` (ms since the epoch).
 """
 
@@ -55,7 +56,9 @@ class TopicLogHandler(logging.Handler):
 
     `producer_factory` builds the producer inside the handler's own thread
     (asyncio objects belong to one loop); by default it is OrbitMQ's
-    `Producer(group, namesrv_addr=...)`.
+    `Producer(group, namesrv_addr=...)`. `tag` is the tag every message
+    carries, like the `tag` setting of RocketMQ's log appenders; when it is
+    None each message is tagged with its record's level name.
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class TopicLogHandler(logging.Handler):
         *,
         namesrv_addr: str = "127.0.0.1:9876",
         group: str = "orbitmq-log-producer",
+        tag: str | None = None,
         level: int = logging.NOTSET,
         capacity: int = 10_000,
         batch_size: int = 256,
@@ -74,7 +78,10 @@ class TopicLogHandler(logging.Handler):
         super().__init__(level)
         if capacity <= 0 or batch_size <= 0:
             raise ValueError("capacity and batch_size must be positive")
+        if tag is not None and (not tag or "|" in tag):
+            raise ValueError("tag must be a non-empty tag without '|'")
         self.topic = topic
+        self.tag = tag
         self.capacity = capacity
         self.batch_size = batch_size
         self.send_retries = send_retries
@@ -211,7 +218,7 @@ class TopicLogHandler(logging.Handler):
         return Message(
             self.topic,
             str(record.msg).encode("utf-8", "replace"),
-            tags=record.levelname,
+            tags=self.tag if self.tag is not None else record.levelname,
             keys=[record.name.replace(" ", "_")],
             properties={
                 "logger": record.name,

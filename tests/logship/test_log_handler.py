@@ -7,6 +7,8 @@ import logging
 import threading
 from typing import Any
 
+import pytest
+
 from orbitmq.client.logship import TopicLogHandler
 
 
@@ -102,3 +104,22 @@ def test_records_logged_after_close_are_dropped_not_raised() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "late", None, None)
     handler.emit(record)
     assert handler.dropped == 1
+
+
+def test_a_tag_option_tags_every_record_instead_of_its_level_name() -> None:
+    """RocketMQ's log appenders (logappender's RocketmqLog4jAppender, RocketmqLogbackAppender)
+    take a `tag` setting and send every event as `new Message(topic, tag, body)`."""
+    sender = RecordingSender()
+    handler = TopicLogHandler("LogTopic", tag="orders-app", producer_factory=lambda: sender)
+    logger = make_logger(handler, "app.tagged")
+    logger.error("disk %s", "full")
+    logger.info("fine")
+    handler.flush()
+    handler.close()
+    logger.removeHandler(handler)
+
+    messages = [m for batch in sender.batches for m in batch]
+    assert [m.tags for m in messages] == ["orders-app", "orders-app"]
+    assert [m.get_user_property("level") for m in messages] == ["ERROR", "INFO"]
+    with pytest.raises(ValueError):
+        TopicLogHandler("LogTopic", tag="a||b", producer_factory=lambda: sender)
