@@ -103,6 +103,7 @@ class HAMaster:
         #: Open slave connections (RocketMQ's connectionCount).
         self.connections = 0
         self.address: tuple[str, int] | None = None
+        self._closing = False
 
     async def start(self) -> tuple[str, int]:
         """Listen on the HA port; returns the bound (host, port), port 0 resolved."""
@@ -122,6 +123,7 @@ class HAMaster:
         return self.address
 
     async def close(self) -> None:
+        self._closing = True
         self.in_sync.remove_listener(self._recompute)
         limit_reads = getattr(self.store, "limit_reads", None)
         if limit_reads is not None and self.settings.controller_mode:
@@ -229,6 +231,13 @@ class HAMaster:
                 await self._converse(reader, writer, str(peer))
         except (FrameError, ConnectionError, TimeoutError) as exc:
             log.warning("HA connection of slave %s closed: %s", peer, exc)
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            # close() ends every connection: the task returns instead of ending cancelled, since
+            # asyncio's stream callback asks a connection task for its exception and would log
+            # the CancelledError as an error with a traceback.
+            log.info("HA connection of slave %s closed: the master stops", peer)
         finally:
             if counted:
                 self.connections -= 1
