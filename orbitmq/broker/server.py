@@ -292,6 +292,8 @@ class Broker:
 
     def _config_changed(self) -> None:
         self.groups.auto_create = self.live.value.auto_create_subscription_group
+        if not self.live.value.auto_create_topic_enable and self.topics.disable_auto_create():
+            self._topics_changed()
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -63,7 +63,9 @@ class TopicTable(ConfigTable[TopicConfig]):
         """The topics a 4.9.7 broker creates at start (§6.2). Existing configs are kept."""
         rw = PERM_READ | PERM_WRITE
         wanted = [TopicConfig(names.SELF_TEST_TOPIC, 1, 1)]
-        if auto_create_topic_enable:
+        if not auto_create_topic_enable:
+            self.disable_auto_create()
+        else:
             wanted.append(
                 TopicConfig(
                     names.AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -83,6 +85,15 @@ class TopicTable(ConfigTable[TopicConfig]):
         for config in wanted:
             if config.topic_name not in self._items and not names.validate_topic(config.topic_name):
                 self.put(config)
+
+    def disable_auto_create(self) -> bool:
+        """autoCreateTopicEnable=false: TBW102 loses the inherit permission (read and write
+        stay), as TopicConfigManager.createTopicInSendMessageMethod sets it, so no topic can be
+        created from it any more. Returns True when the table changed."""
+        template = self._items.get(names.AUTO_CREATE_TOPIC_KEY_TOPIC)
+        if template is None or template.perm == PERM_READ | PERM_WRITE:
+            return False
+        return self.put(replace(template, perm=PERM_READ | PERM_WRITE))
 
     def create_in_send(
         self, topic: str, default_topic: str, queue_nums: int, topic_sys_flag: int = 0

@@ -333,6 +333,9 @@ class SendHandlers:
         else:
             default_topic = header.default_topic or names.AUTO_CREATE_TOPIC_KEY_TOPIC
             config = self.live.value
+            if (default_topic == names.AUTO_CREATE_TOPIC_KEY_TOPIC and not config.auto_create_topic_enable
+                    and self.topics.disable_auto_create()):
+                self.topics_changed()
             refused = self.auto_create.refusal(
                 topic, len(self.topics), config.auto_create_topic_max_count, config.auto_create_topic_per_minute
             )
