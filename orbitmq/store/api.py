@@ -277,6 +277,11 @@ class MessageStore(Protocol):
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
         """CommitLog offset of the message at a queue offset (0 when absent)."""
 
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, consume_offset: int) -> bool:
+        """True when the message at a queue offset lies further behind the CommitLog head than
+        accessMessageInMemoryMaxRatio of physical memory (RocketMQ's checkInDiskByConsumeOffset);
+        False when there is no such message."""
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         """Queue offset of the message stored closest to `timestamp` ms (§3.7 rule)."""
 

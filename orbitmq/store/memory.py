@@ -364,6 +364,10 @@ class MemoryMessageStore:
         entry = self._entry(topic, queue_id, consume_queue_offset)
         return entry.phys if entry is not None else 0
 
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, consume_offset: int) -> bool:
+        """Everything this store holds is in memory."""
+        return False
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         """The same rule as the file store: an exact match (the first of equal times), else the
         nearer neighbour, the earlier on a tie; 0 for an empty queue."""

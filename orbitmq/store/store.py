@@ -472,6 +472,13 @@ class DefaultMessageStore:
         entry = cq.entry(consume_queue_offset) if cq is not None else None
         return entry[0] if entry is not None else 0
 
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, consume_offset: int) -> bool:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.entry(consume_offset) if cq is not None else None
+        if entry is None:
+            return False
+        return self.commitlog.max_offset - entry[0] > self.reader.memory_window
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         cq = self.queues.find(topic, queue_id)
         return offset_by_time(cq, self.commitlog, timestamp) if cq is not None else 0

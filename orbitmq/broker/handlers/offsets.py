@@ -36,10 +36,10 @@ class OffsetHandlers:
         server.register(RequestCode.GET_EARLIEST_MSG_STORETIME, self.earliest_time)
 
     async def query_consumer_offset(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        """The stored offset; with none stored, 0 while the queue still starts at 0 (§3.3), else QUERY_NOT_FOUND.
-
-        RocketMQ also requires message 0 to be "in memory"; our CommitLog is
-        mapped, so a queue that still starts at 0 counts as in memory.
+        """The stored offset; with none stored, 0 while the queue still starts at 0 (§3.3) and its
+        message 0 is within accessMessageInMemoryMaxRatio of the CommitLog head, else QUERY_NOT_FOUND
+        (ConsumerManageProcessor.queryConsumerOffset with checkInDiskByConsumeOffset), so that a new
+        group on a topic with a long history starts where its consumeFromWhere says.
         """
         group = group_field(request, "consumerGroup")
         topic = topic_field(request)
@@ -47,7 +47,9 @@ class OffsetHandlers:
         offset = self.offsets.query(group, topic, queue_id)
         if offset is not None:
             return request.response(ext_fields={"offset": str(offset)})
-        if self.store.get_min_offset_in_queue(topic, queue_id) <= 0:
+        if self.store.get_min_offset_in_queue(topic, queue_id) <= 0 and not self.store.check_in_disk_by_consume_offset(
+            topic, queue_id, 0
+        ):
             return request.response(ext_fields={"offset": "0"})
         return request.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
