@@ -95,6 +95,12 @@ class MQClientAPI:
         resp = _check(await self.invoke(addr, RequestCode.HEART_BEAT, None, orjson.dumps(heartbeat), timeout))
         return resp.version
 
+    async def check_client_config(self, addr: str, group: str, client_id: str, subscription: dict[str, Any]) -> None:
+        """CHECK_CLIENT_CONFIG (MQClientAPIImpl.checkClientInBroker): can the broker run this
+        subscription? A refusal raises `BrokerError` with the broker's code and remark."""
+        body = orjson.dumps({"clientId": client_id, "group": group, "subscriptionData": subscription})
+        _check(await self.invoke(addr, RequestCode.CHECK_CLIENT_CONFIG, None, body))
+
     async def unregister_client(
         self, addr: str, client_id: str, producer_group: str | None, consumer_group: str | None
     ) -> None:

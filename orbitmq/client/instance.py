@@ -25,7 +25,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ClassVar, Protocol
 
 from orbitmq.client.acl import AclCredentials, make_remoting_client
@@ -44,6 +44,7 @@ from orbitmq.client.routes import (
 from orbitmq.client.running_info import on_consume_message_directly, on_get_consumer_running_info
 from orbitmq.client.tasks import cancel_and_wait, sleep_or_wake
 from orbitmq.client.transaction_check import on_check_transaction_state
+from orbitmq.common.filter import EXPRESSION_TAG, SubscriptionData
 from orbitmq.common.message import Message
 from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError, TopicNotExist
 from orbitmq.remoting.codes import RequestCode
@@ -380,6 +381,25 @@ class ClientInstance:
                 if addr:
                     return addr
         raise NoRouteError(f"no broker serves topic {topic}")
+
+    async def check_client_in_broker(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
+        """Before a consumer starts, ask a broker of each non-TAG subscription's topic whether it
+        can run the filter (MQClientInstance.checkClientInBroker). A refusal (say SQL92 on a broker
+        with enablePropertyFilter=false) raises `BrokerError` with the broker's code and remark."""
+        for sub in subscriptions:
+            if (sub.expression_type or EXPRESSION_TAG).upper() == EXPRESSION_TAG:
+                continue
+            try:
+                addr = await self.any_broker_addr(sub.topic)
+            except (NoRouteError, RemotingError, BrokerError):
+                continue  # no broker known for the topic: nothing to ask (as Java skips a null address)
+            try:
+                await self.api.check_client_config(addr, group, self.client_id, sub.to_json_dict())
+            except RemotingError as exc:
+                raise ClientError(
+                    f"Check client in broker error, maybe because you use {sub.expression_type} to filter "
+                    f"message, but server has not been upgraded to support! ({exc})"
+                ) from exc
 
     # --- heartbeats -------------------------------------------------------------
 

@@ -94,6 +94,11 @@ class LitePullConsumer(ConsumerService):
         for topic in self.subscriptions:
             with contextlib.suppress(RemotingError, BrokerError, ClientError):
                 await instance.update_route(topic)
+        try:
+            await instance.check_client_in_broker(self.group, self.subscription_datas())
+        except BaseException:
+            await self.shutdown()
+            raise
         if self._assigned is not None:
             self._apply_assignment()
         else:

@@ -141,6 +141,11 @@ class PushConsumer(ConsumerService):
                 await instance.update_route(topic)
             except (RemotingError, BrokerError, ClientError) as exc:
                 log.warning("route of %s not available yet: %s", topic, exc)
+        try:
+            await instance.check_client_in_broker(self.group, self.subscription_datas())
+        except BaseException:
+            await self.shutdown()
+            raise
         await instance.send_heartbeat_to_all()
         await self.rebalance()
         instance.trigger_rebalance()
