@@ -372,6 +372,18 @@ class ClientInstance:
             raise NoRouteError(f"The broker[{broker_name}] not exist")
         return addr
 
+    async def find_broker_addr_in_admin(self, broker_name: str, topic: str) -> str:
+        """The master of `broker_name`, else any broker of it (a slave while the master is down),
+        refreshing the route once when none is known (MQClientInstance.findBrokerAddressInAdmin as
+        RemoteBrokerOffsetStore uses it). For offset questions, which a slave answers too."""
+        addr = self.broker_addr(broker_name)
+        if addr is None:
+            await self.update_route(topic)
+            addr = self.broker_addr(broker_name)
+        if addr is None:
+            raise NoRouteError(f"The broker[{broker_name}] not exist")
+        return addr
+
     async def any_broker_addr(self, topic: str) -> str:
         """Some broker serving `topic` (for group-wide questions like the consumer id list)."""
         route = self.routes.get(topic) or await self.update_route(topic)

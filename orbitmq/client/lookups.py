@@ -44,7 +44,9 @@ class Lookups:
             raise ClientError(f"create topic {new_topic} failed: {'; '.join(errors) or 'no master broker'}")
 
     async def _addr(self, mq: MessageQueue) -> str:
-        return await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        """The queue's master; its slave while the master is down (a slave answers offset and
+        time questions from its own copy, so a consumer starting then still finds where to begin)."""
+        return await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """The next logical offset to be written in `mq`."""

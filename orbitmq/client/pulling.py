@@ -83,17 +83,18 @@ async def compute_pull_from_where(
 
 
 class BrokerOffsets:
-    """The OffsetBroker calls of a remote offset store, addressed to each queue's master."""
+    """The OffsetBroker calls of a remote offset store, addressed to each queue's master, or to
+    its slave while the master is down (RemoteBrokerOffsetStore with findBrokerAddressInAdmin)."""
 
     def __init__(self, instance: ClientInstance) -> None:
         self.instance = instance
 
     async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
-        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        addr = await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
         return await self.instance.api.query_consumer_offset(addr, group, mq)
 
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, oneway: bool) -> None:
-        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        addr = await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
         await self.instance.api.update_consumer_offset(addr, group, mq, offset, oneway)
 
 
