@@ -29,6 +29,7 @@ from typing import Any, TypedDict, TypeVar
 from orbitmq.client.allocate import Averagely, QueueAllocator
 from orbitmq.common import names
 from orbitmq.errors import ConfigError
+from orbitmq.remoting.hooks import RPCHook
 from orbitmq.remoting.tls import CLIENT_TLS_KEYS, TlsSettings
 
 
@@ -73,6 +74,10 @@ class ClientConfig:
     use_tls: bool = False
     #: RocketMQ's client-side tls.* settings (trust file, client certificate, test mode).
     tls: TlsSettings | None = None
+    #: Runs around every request of the client instance (RocketMQ's RPCHook, given to Java's
+    #: client constructors); ACL signing, when configured, runs after it. The client instance
+    #: shared under one instance name takes the hook of the client that created it, as in Java.
+    rpc_hook: RPCHook | None = field(default=None, compare=False, repr=False)
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The context for this client's connections, None without TLS."""
@@ -132,7 +137,11 @@ class ConsumerConfig(ClientConfig):
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp: str = field(default_factory=_half_hour_ago)
     allocate_strategy: QueueAllocator = field(default_factory=Averagely)
-    #: Worker threads for synchronous listeners (consumeThreadMax).
+    #: Worker threads for synchronous listeners: at most consume_thread_max run at once
+    #: (consumeThreadMax); consume_thread_min of them start with the consumer and stay
+    #: (consumeThreadMin; when only consume_thread_max is given, min(20, consume_thread_max)).
+    #: Both within [1, 1000], min <= max, as DefaultMQPushConsumerImpl.checkConfig requires.
+    consume_thread_min: int = 20
     consume_thread_max: int = 20
     consume_concurrently_max_span: int = 2_000
     pull_threshold_for_queue: int = 1_000
@@ -175,6 +184,7 @@ class SecurityOptions(TypedDict, total=False):
     signature_version: int
     use_tls: bool
     tls: TlsSettings | Mapping[str, str] | None
+    rpc_hook: RPCHook | None
 
 
 class ClientOptions(SecurityOptions, total=False):
@@ -222,6 +232,7 @@ class ConsumerOptions(ClientOptions, total=False):
     consume_from_where: ConsumeFromWhere | str
     consume_timestamp: str
     allocate_strategy: QueueAllocator
+    consume_thread_min: int
     consume_thread_max: int
     consume_concurrently_max_span: int
     pull_threshold_for_queue: int
@@ -274,11 +285,24 @@ def from_kwargs(cls: type[C], **kwargs: Any) -> C:
         elif name == "tls":
             value = tls_settings(value)
         converted[name] = value
+    if "consume_thread_max" in converted and "consume_thread_min" not in converted:
+        converted["consume_thread_min"] = min(20, converted["consume_thread_max"])
+    if "consume_thread_min" in converted or "consume_thread_max" in converted:
+        _check_consume_threads(converted.get("consume_thread_min", 20), converted.get("consume_thread_max", 20))
     for name in ("orderly_max_attempts", "orderly_backoff_ms", "orderly_backoff_max_ms"):
         value = converted.get(name, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"{name} must be an integer >= 0, not {value!r}")
     return cls(**converted)
+
+
+def _check_consume_threads(low: Any, high: Any) -> None:
+    """DefaultMQPushConsumerImpl.checkConfig's rules for consumeThreadMin / consumeThreadMax."""
+    for name, value in (("consumeThreadMin", low), ("consumeThreadMax", high)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            raise ConfigError(f"{name} Out of range [1, 1000]: {value!r}")
+    if low > high:
+        raise ConfigError(f"consumeThreadMin ({low}) is larger than consumeThreadMax ({high})")
 
 
 E = TypeVar("E", bound=enum.Enum)

@@ -127,6 +127,8 @@ class ClientInstance:
         self.remoting: RemotingClient = make_remoting_client(
             self.acl_credentials, connect_timeout=3.0, ssl_context=config.ssl_context()
         )
+        if config.rpc_hook is not None:
+            self.remoting.add_rpc_hook(config.rpc_hook)  # before the ACL signing hook, which signs last
         self.api = MQClientAPI(self.remoting, timeout)
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}

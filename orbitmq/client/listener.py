@@ -23,6 +23,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from orbitmq.client import otel
+from orbitmq.client.hooks import (
+    CONSUME_CONTEXT_TYPE,
+    ConsumeMessageContext,
+    ConsumeMessageHook,
+    run_consume_hooks,
+)
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 
@@ -52,13 +58,29 @@ def record_error(msgs: list[MessageExt], text: str) -> None:
         msg.properties[mc.ORBITMQ_LAST_ERROR] = mc.error_text(text)
 
 
+class _ConsumePool(ThreadPoolExecutor):
+    """The worker pool of synchronous listeners; `prestart(n)` starts n threads at once
+    (ThreadPoolExecutor starts them one by one as work comes; none ever stops before shutdown)."""
+
+    def prestart(self, threads: int) -> None:
+        for _ in range(threads):
+            self._adjust_thread_count()  # a new thread each call while none is idle, up to the maximum
+
+
 class ListenerRunner:
-    def __init__(self, listener: Listener, workers: int, timeout_s: float) -> None:
+    def __init__(self, listener: Listener, workers: int, timeout_s: float, min_workers: int = 0) -> None:
         self.listener = listener
         self.is_async = inspect.iscoroutinefunction(listener)
         self.with_context = takes_context(listener)
         self.timeout_s = timeout_s
-        self.executor = None if self.is_async else ThreadPoolExecutor(workers, thread_name_prefix="orbitmq-consume")
+        self.executor: _ConsumePool | None = None
+        if not self.is_async:
+            self.executor = _ConsumePool(workers, thread_name_prefix="orbitmq-consume")
+            self.executor.prestart(min(min_workers, workers))
+        #: Consume hooks (hooks.py), called around each listener call; shared with the consumer.
+        self.consume_hooks: list[ConsumeMessageHook] = []
+        #: Orderly consumers answer SUSPEND_CURRENT_QUEUE_A_MOMENT for a failed call (the hooks' status).
+        self.orderly = False
         # Async listeners get the same bound on concurrency that the pool gives sync ones.
         self.slots = asyncio.Semaphore(workers)
         #: Called after each call with (msgs, result or None, elapsed ms): the consumer's statistics.
@@ -71,6 +93,33 @@ class ListenerRunner:
 
         `context` is passed as the second argument to listeners that take one.
         """
+        if self.consume_hooks:
+            return await self._run_hooked(msgs, context)
+        return await self._run_observed(msgs, context)
+
+    async def _run_hooked(self, msgs: list[MessageExt], context: object) -> Any | None:
+        """`run` between the consume hooks' before and after calls (ConsumeMessageService's order)."""
+        hook_context = ConsumeMessageContext(self.group, msgs, getattr(context, "message_queue", None))
+        run_consume_hooks(self.consume_hooks, True, hook_context)
+        started = time.monotonic()
+        result = await self._run_observed(msgs, context)
+        ok = result in _OK or result == "COMMIT"
+        if result is None:
+            if time.monotonic() - started >= self.timeout_s:
+                kind = "TIME_OUT"
+            else:  # run() records the error on the messages when the listener raised
+                kind = "EXCEPTION" if mc.ORBITMQ_LAST_ERROR in msgs[0].properties else "RETURNNULL"
+            result_text = "SUSPEND_CURRENT_QUEUE_A_MOMENT" if self.orderly else "RECONSUME_LATER"
+        else:
+            kind = "SUCCESS" if ok else "FAILED"
+            result_text = str(getattr(result, "value", result))
+        hook_context.status = result_text
+        hook_context.success = ok
+        hook_context.props[CONSUME_CONTEXT_TYPE] = kind
+        run_consume_hooks(self.consume_hooks, False, hook_context)
+        return result
+
+    async def _run_observed(self, msgs: list[MessageExt], context: object) -> Any | None:
         if otel.INSTALLED and (tracer := otel.tracer()) is not None and otel.traced_topic(msgs[0].topic):
             with otel.processing(msgs, self.group, tracer) as span:
                 result = await self._run(msgs, context, traced=True)

@@ -49,6 +49,7 @@ from orbitmq.client.config import (
     pop_trace_options,
 )
 from orbitmq.client.fault import FaultStrategy
+from orbitmq.client.hooks import SendMessageContext, SendMessageHook, run_send_hooks
 from orbitmq.client.instance import CLIENT_INNER_PRODUCER, ClientInstance
 from orbitmq.client.lookups import Lookups
 from orbitmq.client.queue import MessageQueue
@@ -65,6 +66,7 @@ from orbitmq.common.recall import parse_recall_handle
 from orbitmq.common.sysflag import COMPRESSED, TRANSACTION_PREPARED_TYPE
 from orbitmq.errors import (
     BrokerError,
+    ClientError,
     MessageValidationError,
     OrbitMQError,
     RemotingError,
@@ -102,6 +104,8 @@ class Producer(ClientService):
             self._send_single, self._send_coalesced, linger_ms=self.config.linger_ms,
             batch_max_bytes=min(self.config.batch_max_bytes, self.config.max_message_size),
         ) if self.config.auto_batch and self._tracer is None else None
+        #: SendMessageHook objects (hooks.py), called around every send request.
+        self.send_hooks: list[SendMessageHook] = []
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -132,6 +136,15 @@ class Producer(ClientService):
 
     def publish_topics(self) -> set[str]:
         return set(self._topics)
+
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """Call `hook.send_message_before/after(context)` around every send request
+        (DefaultMQProducerImpl.registerSendMessageHook); see hooks.py. From then on each
+        message travels in a request of its own (no natural batching), so that a context
+        describes the message the caller sent."""
+        if not isinstance(hook, SendMessageHook):
+            raise ClientError("a send message hook needs hook_name, send_message_before and send_message_after")
+        self.send_hooks.append(hook)
 
     # --- sending --------------------------------------------------------------------
 
@@ -211,7 +224,18 @@ class Producer(ClientService):
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         if otel.INSTALLED:
             otel.note_broker(addr)
-        await self.instance.api.send_oneway(addr, code, fields, body)
+        if not self.send_hooks:
+            await self.instance.api.send_oneway(addr, code, fields, body)
+            return
+        context = SendMessageContext(self.group, msgs if batch else msgs[0], mq, addr, "ONEWAY", _msg_type(msgs[0]))
+        run_send_hooks(self.send_hooks, True, context)
+        try:
+            await self.instance.api.send_oneway(addr, code, fields, body)
+        except Exception as exc:
+            context.exception = exc
+            raise
+        finally:
+            run_send_hooks(self.send_hooks, False, context)
 
     async def send_batches(self, msgs: Sequence[Message], *, timeout: float | None = None) -> list[SendResult]:
         """Send a list of any size as consecutive batches of at most `max_message_size` bytes."""
@@ -243,7 +267,7 @@ class Producer(ClientService):
                   queue: MessageQueue | None) -> TypeGuard[Message]:
         """Whether this send goes through the accumulator (a plain single message, no queue chosen)."""
         return (self._accumulator is not None and selector is None and queue is None and isinstance(msg, Message)
-                and coalescable(msg, self.config.compress_msg_body_over_howmuch))
+                and not self.send_hooks and coalescable(msg, self.config.compress_msg_body_over_howmuch))
 
     async def _accumulate(self, msg: Message, timeout: float | None) -> SendResult:
         assert self._accumulator is not None
@@ -435,11 +459,21 @@ class Producer(ClientService):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RequestTimeout("send timed out before the request was made")
-        resp = await self.instance.api.send(addr, code, fields, body, remaining)
-        status = SEND_STATUS_BY_CODE.get(resp.code)
-        if status is None:
-            raise BrokerError.for_code(resp.code, resp.remark)
-        header = SendMessageResponseHeader.from_ext_fields(resp.ext_fields)
+        context: SendMessageContext | None = None
+        if self.send_hooks:
+            context = SendMessageContext(self.group, msgs if batch else msgs[0], mq, addr, "SYNC", _msg_type(msgs[0]))
+            run_send_hooks(self.send_hooks, True, context)
+        try:
+            resp = await self.instance.api.send(addr, code, fields, body, remaining)
+            status = SEND_STATUS_BY_CODE.get(resp.code)
+            if status is None:
+                raise BrokerError.for_code(resp.code, resp.remark)
+            header = SendMessageResponseHeader.from_ext_fields(resp.ext_fields)
+        except Exception as exc:
+            if context is not None:  # Java's sendKernelImpl: the after hooks see the failure too
+                context.exception = exc
+                run_send_hooks(self.send_hooks, False, context)
+            raise
         result = SendResult(
             status=status,
             msg_id=msg_id,
@@ -452,6 +486,9 @@ class Producer(ClientService):
         )
         if self._tracer is not None and not batch:
             self._tracer.sent(msgs[0], result, addr, started)  # buffered; sent by the trace dispatcher
+        if context is not None:
+            context.send_result = result
+            run_send_hooks(self.send_hooks, False, context)
         return result
 
     # --- lookups and administration ------------------------------------------------------------
@@ -518,6 +555,16 @@ def trace_producers(config: ClientConfig) -> Callable[[str], Producer]:
 
 
 _trace_instances = itertools.count()
+
+
+def _msg_type(msg: Message) -> str:
+    """RocketMQ's MessageType name of a message, for SendMessageContext.msg_type."""
+    props = msg.properties
+    if props.get(mc.TRANSACTION_PREPARED) == "true":
+        return "Trans_Msg_Half"
+    if props.get(mc.DELAY_TIME_LEVEL) or props.get(mc.TIMER_DELIVER_MS) or props.get(mc.TIMER_DELAY_MS):
+        return "Delay_Msg"
+    return "Normal_Msg"
 
 
 def _elapsed_ms(started: float) -> int:

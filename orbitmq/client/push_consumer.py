@@ -29,6 +29,7 @@ from orbitmq.client.config import PushConsumerOptions, pop_trace_options
 from orbitmq.client.consume_concurrently import ConcurrentConsumeService, RetryChoice
 from orbitmq.client.consume_orderly import OrderlyConsumeService
 from orbitmq.client.consumer import ConsumerService
+from orbitmq.client.hooks import ConsumeMessageHook
 from orbitmq.client.listener import Listener, ListenerRunner
 from orbitmq.client.message_selector import MessageSelector, subscription_data
 from orbitmq.client.offset_store import ReadOffsetType
@@ -74,6 +75,8 @@ class PushConsumer(ConsumerService):
         self._side_tasks: set[asyncio.Task[None]] = set()
         #: Pull and consume figures per topic, reported in GET_CONSUMER_RUNNING_INFO.
         self.stats = ConsumerStats()
+        #: ConsumeMessageHook objects (hooks.py), called around every listener call.
+        self.consume_hooks: list[ConsumeMessageHook] = []
 
     # --- configuration ---------------------------------------------------------------
 
@@ -100,6 +103,13 @@ class PushConsumer(ConsumerService):
         self._listener = listener
         self._orderly = True
 
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """Call `hook.consume_message_before/after(context)` around every listener call
+        (DefaultMQPushConsumerImpl.registerConsumeMessageHook); see hooks.py."""
+        if not isinstance(hook, ConsumeMessageHook):
+            raise ClientError("a consume message hook needs hook_name, consume_message_before and consume_message_after")
+        self.consume_hooks.append(hook)
+
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -122,10 +132,14 @@ class PushConsumer(ConsumerService):
         )
         assert self._listener is not None
         runner = ListenerRunner(self._listener, self.config.consume_thread_max,
-                                self.config.consume_timeout_minutes * 60.0) if self._trace is None else \
+                                self.config.consume_timeout_minutes * 60.0,
+                                self.config.consume_thread_min) if self._trace is None else \
             TracedListenerRunner(self._listener, self.config.consume_thread_max,
-                                 self.config.consume_timeout_minutes * 60.0, self._trace, self.group)
+                                 self.config.consume_timeout_minutes * 60.0, self._trace, self.group,
+                                 self.config.consume_thread_min)
         orderly = self._orderly
+        runner.consume_hooks = self.consume_hooks
+        runner.orderly = orderly
         runner.on_result = lambda msgs, result, rt_ms: self.stats.consumed(msgs, result, rt_ms, orderly)
         runner.group = self.group
         self._runner = runner
@@ -249,7 +263,7 @@ class PushConsumer(ConsumerService):
         info = await describe_consumer(self.config, self.subscriptions.values(), self.rebalancer.process_queues,
                                        self.offset_store, {
                                            "PROP_CONSUMEORDERLY": "true" if self._orderly else "false",
-                                           "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_max),
+                                           "PROP_THREADPOOL_CORE_SIZE": str(self.config.consume_thread_min),
                                            "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms),
                                            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
                                        })

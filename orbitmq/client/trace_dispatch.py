@@ -213,8 +213,8 @@ class TracedListenerRunner(ListenerRunner):
     """A ListenerRunner that records SubBefore and SubAfter around each call of the listener."""
 
     def __init__(self, listener: Listener, workers: int, timeout_s: float, dispatcher: TraceDispatcher,
-                 group: str) -> None:
-        super().__init__(listener, workers, timeout_s)
+                 group: str, min_workers: int = 0) -> None:
+        super().__init__(listener, workers, timeout_s, min_workers)
         self.dispatcher = dispatcher
         self.group = group
 

@@ -27,7 +27,8 @@ Guarantees (RocketMQ 4.9's TransactionMQProducer):
   times, then gives the message up.
 * Listener methods may be plain functions or coroutine functions. A plain
   `execute_local_transaction` runs in the caller's task, as in Java; plain
-  check methods run on a one-thread pool so they never stall the client.
+  check methods run on `check_executor` when one is given (Java's
+  setExecutorService), else on a one-thread pool, so they never stall the client.
 * A transactional message cannot be delayed or sent as a batch; both are
   refused before anything is sent.
 """
@@ -39,7 +40,7 @@ import enum
 import inspect
 import logging
 from collections.abc import Awaitable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack
 
@@ -108,10 +109,14 @@ def _state(answer: Any) -> LocalTransactionState:
 class TransactionProducer(Producer):
     """A Producer that can also send transactional messages; see the module docstring."""
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", listener: TransactionListener | None = None,
-                 **options: Unpack[ProducerOptions]) -> None:
+    def __init__(self, group: str = "DEFAULT_PRODUCER", listener: TransactionListener | None = None, *,
+                 check_executor: Executor | None = None, **options: Unpack[ProducerOptions]) -> None:
+        """`check_executor` runs plain `check_local_transaction` methods (TransactionMQProducer's
+        executorService); the producer never shuts it down. Without one, a one-thread pool of
+        the producer's own does."""
         super().__init__(group, **options)
         self.listener = listener
+        self.check_executor = check_executor
         self._check_pool: ThreadPoolExecutor | None = None
         self._checks: set[asyncio.Task[None]] = set()
 
@@ -228,7 +233,10 @@ class TransactionProducer(Producer):
         check = self.listener.check_local_transaction
         if inspect.iscoroutinefunction(check):
             return await check(msg)
-        if self._check_pool is None:
-            self._check_pool = ThreadPoolExecutor(1, thread_name_prefix="orbitmq-tx-check")
-        answer = await asyncio.get_running_loop().run_in_executor(self._check_pool, check, msg)
+        executor = self.check_executor
+        if executor is None:
+            if self._check_pool is None:
+                self._check_pool = ThreadPoolExecutor(1, thread_name_prefix="orbitmq-tx-check")
+            executor = self._check_pool
+        answer = await asyncio.get_running_loop().run_in_executor(executor, check, msg)
         return await answer if inspect.isawaitable(answer) else answer

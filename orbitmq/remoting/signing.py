@@ -14,11 +14,9 @@ Responses sent back to a server are never signed, as in Java.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import ssl
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from orbitmq.common.signing import (
@@ -102,29 +100,29 @@ def sign_request(cmd: RemotingCommand, creds: AclCredentials) -> RemotingCommand
     return cmd
 
 
+class AclClientRPCHook:
+    """The RPC hook that signs every request with `creds` (RocketMQ's AclClientRPCHook)."""
+
+    def __init__(self, creds: AclCredentials) -> None:
+        self.creds = creds
+
+    def do_before_request(self, remote_addr: str, request: RemotingCommand) -> None:
+        sign_request(request, self.creds)
+
+    def do_after_response(self, remote_addr: str, request: RemotingCommand, response: RemotingCommand) -> None:
+        return None
+
+
 class SigningRemotingClient(RemotingClient):
-    """A `RemotingClient` that signs every request it sends with `creds`."""
+    """A `RemotingClient` that signs every request it sends with `creds`: its last RPC hook is
+    an `AclClientRPCHook`, so it signs what other hooks added."""
 
     def __init__(
         self, creds: AclCredentials, *, connect_timeout: float = 3.0, ssl_context: ssl.SSLContext | None = None
     ) -> None:
         super().__init__(connect_timeout=connect_timeout, ssl_context=ssl_context)
         self.creds = creds
-
-    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
-        return await super().invoke(addr, sign_request(cmd, self.creds), timeout)
-
-    def invoke_async(
-        self,
-        addr: str,
-        cmd: RemotingCommand,
-        timeout: float = 3.0,
-        callback: Callable[[asyncio.Future[RemotingCommand]], None] | None = None,
-    ) -> asyncio.Future[RemotingCommand]:
-        return super().invoke_async(addr, sign_request(cmd, self.creds), timeout, callback)
-
-    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        await super().invoke_oneway(addr, sign_request(cmd, self.creds))
+        self.add_rpc_hook(AclClientRPCHook(creds), final=True)
 
 
 def make_remoting_client(

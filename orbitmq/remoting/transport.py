@@ -28,6 +28,7 @@ from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.codec import DEFAULT_MAX_FRAME_LENGTH
 from orbitmq.remoting.command import RPC_ONEWAY, RemotingCommand
 from orbitmq.remoting.connection import Connection, Handler, Peer, Route
+from orbitmq.remoting.hooks import RPCHook
 from orbitmq.remoting.listener import HANDSHAKE_TIMEOUT_S, Listener, listen
 from orbitmq.remoting.tls import ServerTls
 
@@ -269,6 +270,27 @@ class RemotingClient:
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
         self._async_tasks: set[asyncio.Task[Any]] = set()
         self._closed = False
+        #: RPC hooks (hooks.py), run in order around every request; empty on the fast path.
+        self.rpc_hooks: list[RPCHook] = []
+        #: How many hooks at the end of `rpc_hooks` must stay last (ACL signing: it signs what
+        #: the hooks before it added).
+        self._final_hooks = 0
+
+    def add_rpc_hook(self, hook: RPCHook, *, final: bool = False) -> None:
+        """Run `hook` around every request from now on; a `final` hook runs after all others."""
+        if final:
+            self.rpc_hooks.append(hook)
+            self._final_hooks += 1
+        else:
+            self.rpc_hooks.insert(len(self.rpc_hooks) - self._final_hooks, hook)
+
+    def _before(self, addr: str, cmd: RemotingCommand) -> None:
+        for hook in self.rpc_hooks:
+            hook.do_before_request(addr, cmd)
+
+    def _after(self, addr: str, cmd: RemotingCommand, response: RemotingCommand) -> None:
+        for hook in self.rpc_hooks:
+            hook.do_after_response(addr, cmd, response)
 
     def register(self, code: int, handler: Handler, *, eager: bool = True) -> None:
         """Serve requests with `code` that a server sends over our connections (as `RemotingServer.register`)."""
@@ -285,6 +307,9 @@ class RemotingClient:
         when the connection cannot be made or is lost, `RequestTimeout` when no
         response arrives in time.
         """
+        hooks = self.rpc_hooks
+        if hooks:
+            self._before(addr, cmd)
         conn = self._connections.get(addr)
         if conn is None or not conn.usable:
             started = time.monotonic()
@@ -295,10 +320,13 @@ class RemotingClient:
         # Connection.invoke inlined: one coroutine frame less on every request.
         fut = conn.invoke_future(cmd, timeout)
         try:
-            return await fut
+            response = await fut
         except asyncio.CancelledError:
             conn.forget(cmd.opaque)
             raise
+        if hooks:
+            self._after(addr, cmd, response)
+        return response
 
     def invoke_async(
         self,
@@ -313,13 +341,23 @@ class RemotingClient:
         `add_done_callback`). Must be called from the client's event loop.
         """
         conn = self._connections.get(addr)
+        hooks = False
         if conn is not None and conn.usable:
+            hooks = bool(self.rpc_hooks)
+            if hooks:
+                self._before(addr, cmd)
             fut = conn.invoke_future(cmd, timeout)
         else:
-            task = asyncio.ensure_future(self.invoke(addr, cmd, timeout))
+            task = asyncio.ensure_future(self.invoke(addr, cmd, timeout))  # runs the hooks itself
             self._async_tasks.add(task)
             task.add_done_callback(self._async_tasks.discard)
             fut = task
+        if hooks:
+            def after(done: asyncio.Future[RemotingCommand]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._after(addr, cmd, done.result())
+
+            fut.add_done_callback(after)
         if callback is not None:
             fut.add_done_callback(callback)
         return fut
@@ -327,6 +365,8 @@ class RemotingClient:
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """Send `cmd` flagged oneway; returns once it is queued (`ConnectError` if that fails)."""
         cmd.flag |= RPC_ONEWAY
+        if self.rpc_hooks:
+            self._before(addr, cmd)
         conn = self._connections.get(addr)
         if conn is None or not conn.usable:
             conn = await self._connection(addr)
