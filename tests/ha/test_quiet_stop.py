@@ -32,3 +32,6 @@ def test_a_master_with_a_connected_slave_stops_without_a_traceback(
     output = "".join(master.output)
     assert "Traceback" not in output, output
     assert "CancelledError" not in output, output
+    assert slave.stop(timeout=30) == 0
+    slave_output = "".join(slave.output)
+    assert "Traceback" not in slave_output, slave_output
