@@ -29,6 +29,7 @@ from orbitmq.client import pull_consumer as _pull
 from orbitmq.client import push_consumer as _push
 from orbitmq.client import transaction_producer as _tx
 from orbitmq.client.config import ConsumerOptions, ProducerOptions, PushConsumerOptions
+from orbitmq.client.hooks import ConsumeMessageHook, SendMessageHook
 from orbitmq.client.listener import Listener
 from orbitmq.client.message_selector import MessageSelector
 from orbitmq.client.queue import MessageQueue
@@ -122,6 +123,10 @@ class Producer:
     def send_batches(self, msgs: Sequence[Message]) -> list[SendResult]:
         return _call(self._p.send_batches(msgs))
 
+    def register_send_message_hook(self, hook: SendMessageHook) -> None:
+        """The hook runs on the client loop's thread (see `orbitmq.client.hooks`)."""
+        self._p.register_send_message_hook(hook)
+
     def create_topic(self, key: str, new_topic: str, queue_num: int, topic_sys_flag: int = 0) -> None:
         _call(self._p.create_topic(key, new_topic, queue_num, topic_sys_flag))
 
@@ -155,9 +160,10 @@ class Producer:
 class TransactionProducer(Producer):
     """Blocking twin of `orbitmq.client.TransactionProducer`; the listener runs on the client loop's thread."""
 
-    def __init__(self, group: str = "DEFAULT_PRODUCER", listener: _tx.TransactionListener | None = None,
+    def __init__(self, group: str = "DEFAULT_PRODUCER", listener: _tx.TransactionListener | None = None, *,
+                 check_executor: concurrent.futures.Executor | None = None,
                  **options: Unpack[ProducerOptions]) -> None:
-        self._tp = _tx.TransactionProducer(group, listener, **options)
+        self._tp = _tx.TransactionProducer(group, listener, check_executor=check_executor, **options)
         self._p = self._tp
 
     def send_message_in_transaction(self, msg: _tx.Message, arg: Any = None) -> _tx.TransactionSendResult:
@@ -178,6 +184,10 @@ class PushConsumer:
 
     def register_orderly_listener(self, listener: Listener) -> None:
         self._c.register_orderly_listener(listener)
+
+    def register_consume_message_hook(self, hook: ConsumeMessageHook) -> None:
+        """The hook runs on the client loop's thread (see `orbitmq.client.hooks`)."""
+        self._c.register_consume_message_hook(hook)
 
     def start(self) -> None:
         _call(self._c.start())

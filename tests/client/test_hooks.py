@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PushConsumer
+from orbitmq.client import sync as blocking
 from orbitmq.client.hooks import CONSUME_CONTEXT_TYPE, ConsumeMessageContext, SendMessageContext
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.signing import AclClientRPCHook, AclCredentials, SigningRemotingClient
 from tests.client.helpers import create_topic, wait_until
+from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -182,3 +184,29 @@ async def test_consume_thread_min_starts_that_many_workers_and_is_checked_as_roc
         assert info["properties"]["PROP_THREADPOOL_CORE_SIZE"] == "3"
     finally:
         await consumer.shutdown()
+
+
+def test_the_blocking_twins_take_send_and_consume_hooks(namesrv: str, names: tuple[str, str, str]) -> None:
+    """The blocking Producer and PushConsumer register the same hooks (they run on the client loop)."""
+    topic, pg, cg = names
+    sent, consumed = SendRecorder(), ConsumeRecorder()
+    producer = blocking.Producer(pg, namesrv_addr=namesrv)
+    producer.register_send_message_hook(sent)
+    producer.start()
+    try:
+        producer.create_topic("TBW102", topic, 1)
+        producer.send(Message(topic, b"blocking"))
+        consumer = blocking.PushConsumer(cg, namesrv_addr=namesrv, instance_name=f"blocking-{cg}",
+                                         consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(topic, "*")
+        consumer.register_listener(lambda msgs: ConsumeResult.CONSUME_SUCCESS)
+        consumer.register_consume_message_hook(consumed)
+        consumer.start()
+        try:
+            eventually(lambda: bool(consumed.after), timeout=20)
+        finally:
+            consumer.shutdown()
+    finally:
+        producer.shutdown()
+    assert [c.message.body for c in sent.after] == [b"blocking"]  # type: ignore[union-attr]
+    assert consumed.after[0].msg_list[0].body == b"blocking" and consumed.after[0].success
