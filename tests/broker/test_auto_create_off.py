@@ -7,12 +7,16 @@ from pathlib import Path
 import pytest
 
 from orbitmq.broker.server import Broker
+from orbitmq.client import Message, Producer
 from orbitmq.common import jsonbody
 from orbitmq.common.names import PERM_INHERIT, PERM_READ, PERM_WRITE
+from orbitmq.errors import TopicNotExist
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import request, send_v2
 from tests.broker.test_messaging import make_config
+from tests.ha.cluster import broker_conf, start_broker, start_namesrv
+from tests.support.procs import ServerProcess
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -56,3 +60,19 @@ async def test_turning_auto_creation_off_at_run_time_refuses_sends_to_new_topics
         assert again.code == ResponseCode.SUCCESS, again.remark
     saved = (tmp_path / "store" / "config" / "topics.json").read_text()
     assert jsonbody.loads(saved)["topicConfigTable"]["TBW102"]["perm"] == PERM_READ | PERM_WRITE
+
+
+async def test_a_producer_sending_to_a_new_topic_fails_once_auto_creation_is_off(
+    tmp_path: Path, procs: list[ServerProcess]
+) -> None:
+    """End to end, as a RocketMQ producer sees it: the route of TBW102 (now READ|WRITE, no
+    inherit) still leads the send to the broker, which answers TOPIC_NOT_EXIST
+    (TopicConfigManager.createTopicInSendMessageMethod finds no inheritable template)."""
+    ns = start_namesrv(tmp_path)
+    procs.append(ns)
+    first = start_broker(broker_conf(tmp_path, "broker", ns.addr, "ASYNC_MASTER"))
+    assert first.stop(timeout=30) == 0  # the store now holds TBW102 with the inherit bit
+    procs.append(start_broker(broker_conf(tmp_path, "broker", ns.addr, "ASYNC_MASTER", autoCreateTopicEnable="false")))
+    async with Producer("NoAutoPG", namesrv_addr=ns.addr) as producer:
+        with pytest.raises(TopicNotExist, match="NeverCreated"):
+            await producer.send(Message("NeverCreated", b"x"))
