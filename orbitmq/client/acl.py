@@ -29,7 +29,7 @@ __all__ = [
 
 
 def acl_options(config: ClientConfig) -> SecurityOptions:
-    """The ACL and TLS keyword options of `config` (for a helper producer that must sign and
+    """The ACL, TLS and RPC hook options of `config` (for a helper producer that must sign and
     connect like its owner)."""
     out = SecurityOptions()
     if config.access_key:
@@ -44,4 +44,6 @@ def acl_options(config: ClientConfig) -> SecurityOptions:
         out["tls"] = config.tls
     if config.signature_version != 1:
         out["signature_version"] = config.signature_version
+    if config.rpc_hook is not None:  # Java's trace dispatcher takes its owner's RPCHook too
+        out["rpc_hook"] = config.rpc_hook
     return out

@@ -176,7 +176,7 @@ class ConsumerConfig(ClientConfig):
 
 
 class SecurityOptions(TypedDict, total=False):
-    """How a client signs its requests and secures its connections (ACL keys, TLS; see acl.py)."""
+    """How a client signs its requests and secures its connections (ACL keys, TLS, RPC hook; see acl.py)."""
 
     access_key: str | None
     secret_key: str | None
