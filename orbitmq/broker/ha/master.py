@@ -103,7 +103,6 @@ class HAMaster:
         #: Open slave connections (RocketMQ's connectionCount).
         self.connections = 0
         self.address: tuple[str, int] | None = None
-        self._closing = False
 
     async def start(self) -> tuple[str, int]:
         """Listen on the HA port; returns the bound (host, port), port 0 resolved."""
@@ -115,7 +114,7 @@ class HAMaster:
         loop = asyncio.get_running_loop()
 
         def protocol() -> asyncio.StreamReaderProtocol:  # what asyncio.start_server builds per connection
-            return asyncio.StreamReaderProtocol(asyncio.StreamReader(READ_CHUNK, loop), self._serve, loop=loop)
+            return asyncio.StreamReaderProtocol(asyncio.StreamReader(READ_CHUNK, loop), self._serve_quietly, loop=loop)
 
         self._server = await listen(protocol, self.settings.host, self.settings.port, tls=self.settings.tls)
         sock = self._server.sockets[0].getsockname()
@@ -123,7 +122,6 @@ class HAMaster:
         return self.address
 
     async def close(self) -> None:
-        self._closing = True
         self.in_sync.remove_listener(self._recompute)
         limit_reads = getattr(self.store, "limit_reads", None)
         if limit_reads is not None and self.settings.controller_mode:
@@ -214,6 +212,17 @@ class HAMaster:
 
     # --- connections -------------------------------------------------------------------
 
+    async def _serve_quietly(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """`_serve`, ending normally when close() cancels it: asyncio's stream callback asks a
+        finished connection task for its exception and would log a cancelled one as an error
+        with a CancelledError traceback."""
+        try:
+            await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            if self._server is not None:  # not closing: someone else's cancellation, pass it on
+                raise
+            log.info("HA connection of slave %s closed: the master stops", writer.get_extra_info("peername"))
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -231,13 +240,6 @@ class HAMaster:
                 await self._converse(reader, writer, str(peer))
         except (FrameError, ConnectionError, TimeoutError) as exc:
             log.warning("HA connection of slave %s closed: %s", peer, exc)
-        except asyncio.CancelledError:
-            if not self._closing:
-                raise
-            # close() ends every connection: the task returns instead of ending cancelled, since
-            # asyncio's stream callback asks a connection task for its exception and would log
-            # the CancelledError as an error with a traceback.
-            log.info("HA connection of slave %s closed: the master stops", peer)
         finally:
             if counted:
                 self.connections -= 1
