@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from orbitmq.client import ConsumeResult, Message, MessageExt, Producer, PushConsumer
+from orbitmq.client import (
+    ConsumeConcurrentlyContext,
+    ConsumeResult,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+)
 from orbitmq.client import sync as blocking
 from orbitmq.client.hooks import CONSUME_CONTEXT_TYPE, ConsumeMessageContext, SendMessageContext
 from orbitmq.errors import ConfigError
@@ -102,9 +109,10 @@ async def test_consume_hooks_see_each_listener_call_and_its_status(
     hook = ConsumeRecorder()
     failed_once: set[bytes] = set()
 
-    def listener(msgs: list[MessageExt]) -> ConsumeResult:
+    def listener(msgs: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeResult:
         if msgs[0].body == b"flaky" and b"flaky" not in failed_once:
             failed_once.add(b"flaky")
+            context.delay_level_when_next_consume = 1  # the shortest retry delay keeps the test short
             raise ValueError("first delivery fails")
         return ConsumeResult.CONSUME_SUCCESS
 
