@@ -42,6 +42,7 @@ from orbitmq.broker.handlers.admin import AdminHandlers
 from orbitmq.broker.handlers.client import ClientHandlers, GroupNotifier
 from orbitmq.broker.handlers.fields import HandlerFn
 from orbitmq.broker.handlers.groups import GroupHandlers
+from orbitmq.broker.handlers.maintenance import MaintenanceHandlers
 from orbitmq.broker.handlers.offsets import OffsetHandlers
 from orbitmq.broker.handlers.pop import PopHandlers
 from orbitmq.broker.handlers.pull import PullHandler
@@ -428,6 +429,9 @@ class Broker:
             live=self.live, topics=self.topics, offsets=self.offsets, store=store, stats=self.stats,
             topics_changed=self._topics_changed, config_changed=self._config_changed,
             topics_registered=self._register_topics_now,
+        ).register(registry)
+        MaintenanceHandlers(
+            store=store, topics=self.topics, offsets=self.offsets, consumers=self.consumers,
         ).register(registry)
         GroupHandlers(
             live=self.live, topics=self.topics, groups=self.groups, consumers=self.consumers,

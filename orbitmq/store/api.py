@@ -319,6 +319,22 @@ class MessageStore(Protocol):
     def add_dispatch_listener(self, listener: DispatchListener) -> None:
         """Call `listener` after each dispatch (long polling wakes pullers here)."""
 
+    def consume_queue_entries(self, topic: str, queue_id: int, index: int, count: int) -> list[tuple[int, int, int]] | None:
+        """Up to `count` raw entries (CommitLog offset, size, tags code) from queue offset `index`;
+        [] when the queue has no entry there, None when the store has no such queue (QUERY_CONSUME_QUEUE)."""
+
+    def clean_expired_consume_queues(self) -> int:
+        """Destroy queues whose every entry points below the CommitLog's min offset (their queue
+        offsets restart at 0, as RocketMQ's cleanExpiredConsumerQueue); returns how many went."""
+
+    def clean_unused_topics(self, keep: Iterable[str]) -> int:
+        """Destroy the queues of topics not in `keep` (the broker's topic table), sparing the store's
+        own system topics; returns how many queues went (CLEAN_UNUSED_TOPIC)."""
+
+    def delete_expired_files_manually(self) -> None:
+        """Run a CommitLog cleaning round now, as at `deleteWhen` (DELETE_EXPIRED_COMMITLOG): files past
+        fileReservedTime go whatever the disk use and hour."""
+
     def runtime_info(self) -> dict[str, str]:
         """Figures for GET_BROKER_RUNTIME_INFO (offsets, disk ratio, flush state)."""
 

@@ -104,6 +104,9 @@ class CleanService:
         #: Disk use is over the clean-forcibly ratio and nothing expired is left to delete.
         self._nothing_to_free = False
         self.last_ratio = 0.0
+        #: Rounds still to run as if at deleteWhen (DELETE_EXPIRED_COMMITLOG; RocketMQ's
+        #: manualDeleteFileSeveralTimes).
+        self.manual_rounds = 0
 
     @property
     def disk_full(self) -> bool:
@@ -131,10 +134,18 @@ class CleanService:
         interval = self._config.clean_resource_interval / 1000.0
         while True:
             await asyncio.sleep(interval)
-            try:
-                await self.clean_once()
-            except OSError as exc:
-                log.error("cleaning round failed: %s", exc)
+            await self.run_round()
+
+    async def run_round(self) -> int:
+        """One periodic round: as at deleteWhen while manual rounds are left, else by the rules."""
+        manual = self.manual_rounds > 0
+        if manual:
+            self.manual_rounds -= 1
+        try:
+            return await self.clean_once(manual)
+        except OSError as exc:
+            log.error("cleaning round failed: %s", exc)
+            return 0
 
     def check_disk(self) -> float:
         """Measure disk use and update the put watermarks; returns the ratio."""

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Self
 
+from orbitmq.common import names
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
@@ -487,6 +488,25 @@ class MemoryMessageStore:
 
     def add_dispatch_listener(self, listener: DispatchListener) -> None:
         self._listeners.append(listener)
+
+    def consume_queue_entries(self, topic: str, queue_id: int, index: int, count: int) -> list[tuple[int, int, int]] | None:
+        entries = self._queues.get((topic, queue_id))
+        if entries is None:
+            return None
+        start = max(index, 0)
+        return [(e.phys, e.size, e.tags_code) for e in entries[start:start + max(count, 0)]]
+
+    def clean_expired_consume_queues(self) -> int:
+        return 0  # records are never deleted from memory, so no queue expires
+
+    def clean_unused_topics(self, keep: Iterable[str]) -> int:
+        kept = set(keep)
+        unused = {t for t, _ in self._queues if t not in kept and not names.is_system_topic(t)
+                  and not t.startswith(names.LMQ_PREFIX)}
+        return self.delete_topics(unused)
+
+    def delete_expired_files_manually(self) -> None:
+        return None  # the memory store keeps no files
 
     def runtime_info(self) -> dict[str, str]:
         return {

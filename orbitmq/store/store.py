@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Self
 
+from orbitmq.common import names
 from orbitmq.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from orbitmq.common.record import check_record, decode_record
 from orbitmq.common.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK
@@ -63,6 +64,9 @@ from orbitmq.store.recovery import (
 )
 
 log = logging.getLogger(__name__)
+
+#: Cleaning rounds DELETE_EXPIRED_COMMITLOG runs as if at deleteWhen (RocketMQ's MAX_MANUAL_DELETE_FILE_TIMES).
+MANUAL_DELETE_ROUNDS = 20
 
 
 def _wall_clock_ms() -> int:
@@ -752,6 +756,49 @@ class DefaultMessageStore:
         visible = self.visible_end
         if visible is not None and end > visible:
             self._held_wakeups.append((topic, queue_id, max_offset, end))
+
+    def consume_queue_entries(self, topic: str, queue_id: int, index: int, count: int) -> list[tuple[int, int, int]] | None:
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return None
+        entries: list[tuple[int, int, int]] = []
+        for offset in range(max(index, 0), max(index, 0) + max(count, 0)):
+            entry = cq.entry(offset)
+            if entry is None:
+                break
+            entries.append(entry)
+        return entries
+
+    def clean_expired_consume_queues(self) -> int:
+        min_phys = self.commitlog.min_offset
+        removed = 0
+        for cq in list(self.queues):
+            if cq.topic == names.SCHEDULE_TOPIC or cq.max_physic_offset < 0:
+                continue  # delay levels keep their queues; an empty queue may have just been made
+            if cq.max_physic_offset <= min_phys:
+                key = (cq.topic, cq.queue_id)
+                self.queues.queues.pop(key, None)
+                self.queues.dirty.discard(cq)
+                cq.destroy()
+                self.commitlog.topic_queue_table.pop(key, None)
+                log.info("cleanExpiredConsumeQueue: %s %d destroyed (all below CommitLog offset %d)",
+                         cq.topic, cq.queue_id, min_phys)
+                removed += 1
+        return removed
+
+    def clean_unused_topics(self, keep: Iterable[str]) -> int:
+        kept = set(keep)
+        unused = {
+            cq.topic for cq in self.queues
+            if cq.topic not in kept and not names.is_system_topic(cq.topic) and not cq.topic.startswith(names.LMQ_PREFIX)
+        }
+        for topic in sorted(unused):
+            log.info("cleanUnusedTopic: %s destroyed", topic)
+        return self.delete_topics(unused)
+
+    def delete_expired_files_manually(self) -> None:
+        self.cleaner.manual_rounds = MANUAL_DELETE_ROUNDS
+        log.info("executeDeleteFilesManually was invoked")
 
     def runtime_info(self) -> dict[str, str]:
         group = self._group

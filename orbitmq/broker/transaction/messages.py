@@ -151,6 +151,13 @@ def renewed_half(half: MessageExt, half_queue_offset: int) -> MessageExtBrokerIn
     return _inner_from(half, names.TRANS_HALF_TOPIC, HALF_QUEUE_ID, props)
 
 
+def resumed_half(half: MessageExt) -> MessageExtBrokerInner:
+    """RESUME_CHECK_HALF_MESSAGE: the message put back in the half queue with no check counted yet."""
+    props = dict(half.properties)
+    props[mc.TRANSACTION_CHECK_TIMES] = "0"
+    return _inner_from(half, names.TRANS_HALF_TOPIC, HALF_QUEUE_ID, props)
+
+
 def discarded(half: MessageExt) -> MessageExtBrokerInner:
     """The copy kept in TRANS_CHECK_MAX_TIME_TOPIC after the last allowed check."""
     return _inner_from(half, names.TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(half.properties))
