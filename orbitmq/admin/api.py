@@ -443,14 +443,17 @@ class AdminClient:
         offset: int,
         max_nums: int = 32,
         group: str = TOOLS_CONSUMER_GROUP,
+        expression: str = "*",
     ) -> PullResult:
-        """One non-suspending PULL_MESSAGE with subscription `*`; never commits an offset."""
+        """One non-suspending PULL_MESSAGE with a tag subscription (`*` by default); never commits an offset.
+
+        The broker filters by tag hash; as Java's pull consumer, the caller filters the tags exactly."""
         api = MQClientAPI(self._remoting, self.timeout)
         try:
             return await api.pull(
                 # SUBSCRIPTION: the request carries its own subscription, so the broker needs no heartbeat.
                 broker_addr, queue, group=group, offset=offset, max_nums=max_nums, sys_flag=PullSysFlag.SUBSCRIPTION,
-                commit_offset=0, suspend_ms=0, sub_expression="*", sub_version=0, timeout=self.timeout,
+                commit_offset=0, suspend_ms=0, sub_expression=expression, sub_version=0, timeout=self.timeout,
             )
         except (CorruptRecord, ClientError, ValueError) as exc:
             raise wire.bad_body(f"pull answer: {exc}") from None
@@ -494,6 +497,109 @@ class AdminClient:
         if unique_key:
             return [m for m in messages if m.unique_key == key and m.topic == topic]
         return [m for m in messages if key in m.keys and m.topic == topic]
+
+    # --- NameServer KV, permissions and configuration (mqadmin's namesrv commands) -----------
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        """GET_KV_CONFIG from the first NameServer that answers; None when it holds no such key."""
+        last: RemotingError | None = None
+        for addr in self.namesrv_addrs:
+            try:
+                response = await self._call(
+                    addr, RequestCode.GET_KV_CONFIG, {"namespace": namespace, "key": key},
+                    ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+                )
+            except RemotingError as exc:
+                last = exc
+                continue
+            return None if response.code == ResponseCode.QUERY_NOT_FOUND else response.field("value")
+        raise ConnectError(f"no NameServer answered ({', '.join(self.namesrv_addrs)}): {last}") from last
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        """DELETE_KV_CONFIG on every NameServer."""
+        for addr in self.namesrv_addrs:
+            await self._call(addr, RequestCode.DELETE_KV_CONFIG, {"namespace": namespace, "key": key})
+
+    async def wipe_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER on one NameServer: how many of the broker's topics lost write."""
+        response = await self._call(namesrv_addr, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": broker_name})
+        return int(response.field("wipeTopicCount", "0") or 0)
+
+    async def add_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
+        """ADD_WRITE_PERM_OF_BROKER on one NameServer: how many of the broker's topics got write back."""
+        response = await self._call(namesrv_addr, RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": broker_name})
+        return int(response.field("addTopicCount", "0") or 0)
+
+    async def namesrv_config(self, namesrv_addr: str) -> dict[str, str]:
+        """GET_NAMESRV_CONFIG of one NameServer, in the order it lists its keys."""
+        response = await self._call(namesrv_addr, RequestCode.GET_NAMESRV_CONFIG)
+        return wire.parse_properties(response.body_bytes())
+
+    async def update_namesrv_config(self, namesrv_addr: str, settings: Mapping[str, str]) -> None:
+        await self._call(namesrv_addr, RequestCode.UPDATE_NAMESRV_CONFIG, None, wire.format_properties(settings))
+
+    # --- broker inspection and maintenance ----------------------------------------------------
+
+    async def topic_consumed_by(self, broker_addr: str, topic: str) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the groups with offsets or subscriptions on the topic."""
+        response = await self._call(broker_addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+        return sorted(str(g) for g in wire.json_object(response.body_bytes()).get("groupList") or [])
+
+    async def broker_stats_data(self, broker_addr: str, stats_name: str, stats_key: str) -> dict[str, Any]:
+        """VIEW_BROKER_STATS_DATA: statsMinute/statsHour/statsDay of one BrokerStatsManager item."""
+        response = await self._call(
+            broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": stats_name, "statsKey": stats_key}
+        )
+        return wire.json_object(response.body_bytes())
+
+    async def broker_consume_stats(self, broker_addr: str, is_order: bool = False) -> dict[str, Any]:
+        """GET_BROKER_CONSUME_STATS: ConsumeStatsList (offset tables keyed by MessageQueue objects)."""
+        response = await self._call(
+            broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "true" if is_order else "false"}
+        )
+        return wire.json_object(response.body_bytes())
+
+    async def all_producer_info(self, broker_addr: str) -> dict[str, list[dict[str, Any]]]:
+        """GET_ALL_PRODUCER_INFO: ProducerTableInfo.data, producer group -> its instances."""
+        response = await self._call(broker_addr, RequestCode.GET_ALL_PRODUCER_INFO)
+        data = wire.json_object(response.body_bytes()).get("data") or {}
+        return {str(g): [dict(p) for p in (v or []) if isinstance(p, dict)] for g, v in sorted(data.items())}
+
+    async def system_topics_from_broker(self, broker_addr: str) -> list[str]:
+        """GET_SYSTEM_TOPIC_LIST_FROM_BROKER."""
+        response = await self._call(broker_addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+        return [str(t) for t in wire.json_object(response.body_bytes()).get("topicList") or []]
+
+    async def all_topic_config(self, broker_addr: str) -> dict[str, Any]:
+        """GET_ALL_TOPIC_CONFIG: TopicConfigSerializeWrapper (topicConfigTable, dataVersion)."""
+        response = await self._call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        return wire.json_object(response.body_bytes())
+
+    async def all_subscription_group_config(self, broker_addr: str) -> dict[str, Any]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: SubscriptionGroupWrapper as the broker wrote it."""
+        response = await self._call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return wire.json_object(response.body_bytes())
+
+    async def maintenance(self, broker_addr: str, code: int) -> bool:
+        """CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC or DELETE_EXPIRED_COMMITLOG; True on SUCCESS."""
+        await self._call(broker_addr, code)
+        return True
+
+    async def query_consume_queue(
+        self, broker_addr: str, topic: str, queue_id: int, index: int, count: int, group: str | None = None,
+    ) -> dict[str, Any]:
+        """QUERY_CONSUME_QUEUE: QueryConsumeQueueResponseBody."""
+        fields = {"topic": topic, "queueId": str(queue_id), "index": str(index), "count": str(count)}
+        if group:
+            fields["consumerGroup"] = group
+        response = await self._call(broker_addr, RequestCode.QUERY_CONSUME_QUEUE, fields)
+        return wire.json_object(response.body_bytes())
+
+    async def min_offset(self, broker_addr: str, queue: MessageQueue) -> int:
+        response = await self._call(
+            broker_addr, RequestCode.GET_MIN_OFFSET, {"topic": queue.topic, "queueId": str(queue.queue_id)}
+        )
+        return int(response.field("offset", "0") or 0)
 
     # --- helpers used by several commands -------------------------------------------
 

@@ -13,7 +13,21 @@ from __future__ import annotations
 import click
 
 from orbitmq.admin.api import set_default_credentials, set_default_tls
-from orbitmq.admin.commands import acl, broker, cluster, consumer, dlq, message, offset, timer, topic, trace
+from orbitmq.admin.commands import (
+    acl,
+    broker,
+    browse,
+    cluster,
+    consumer,
+    dlq,
+    message,
+    offset,
+    ops,
+    stats,
+    timer,
+    topic,
+    trace,
+)
 from orbitmq.client.acl import AclCredentials
 from orbitmq.client.config import tls_settings
 from orbitmq.errors import ConfigError
@@ -75,6 +89,6 @@ def tls_option_settings(use_tls: bool, config_file: str | None, defines: tuple[s
     return settings
 
 
-for _module in (topic, cluster, broker, consumer, offset, message, trace, acl, dlq, timer):
+for _module in (topic, cluster, broker, consumer, offset, message, trace, acl, dlq, timer, ops, stats, browse):
     for _command in _module.COMMANDS:
         admin_group.add_command(_command)
