@@ -1,0 +1,233 @@
+"""The mqadmin commands RocketMQ 4.9 has and OrbitMQ lacked, against a real `orbitmq dev`:
+their flags, their output lines (the Java command classes' printf formats) and their effects."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orbitmq.admin.cli import admin_group
+from tests.support.dev import DevServer
+from tests.support.procs import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+TOPIC = "RmqCmds"
+
+
+def admin(dev: DevServer, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(admin_group, [*args, "-n", dev.namesrv])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def ok(dev: DevServer, *args: str) -> str:
+    code, out, err = admin(dev, *args)
+    assert code == 0, f"{args} exited {code}: {err}{out}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def topic(dev: DevServer) -> str:
+    """A two-queue topic holding one TagA and one TagB message in queue 0."""
+    ok(dev, "updateTopic", "-b", dev.broker, "-t", TOPIC, "-r", "2", "-w", "2")
+    for body, tag in (("hello", "TagA"), ("world", "TagB")):
+        ok(dev, "sendMessage", "-t", TOPIC, "-p", body, "-c", tag, "-b", dev.broker_name, "-i", "0")
+    return TOPIC
+
+
+def test_topic_cluster_list_prints_each_cluster_on_a_line(dev: DevServer, topic: str) -> None:
+    """TopicClusterSubCommand: `%s%n` per cluster."""
+    assert ok(dev, "topicClusterList", "-t", topic) == "DefaultCluster\n"
+    assert json.loads(ok(dev, "topicClusterList", "-t", topic, "--json")) == ["DefaultCluster"]
+
+
+def test_update_topic_perm_by_broker_then_by_cluster(dev: DevServer, topic: str) -> None:
+    """UpdateTopicPermSubCommand: -b names a master; the same perm is refused; -c updates every master."""
+    out = ok(dev, "updateTopicPerm", "-t", topic, "-p", "4", "-b", dev.broker, "-c", "NoSuchCluster")
+    assert out.splitlines()[0] == f"update topic perm from 6 to 4 in {dev.broker} success."
+    assert out.splitlines()[1].startswith(f"TopicConfig [topicName={topic}, readQueueNums=2")
+    eventually(lambda: '"perm":4' in ok(dev, "topicRoute", "-t", topic).replace(" ", ""), timeout=10,
+               message="the NameServer never saw the new perm")
+    assert ok(dev, "updateTopicPerm", "-t", topic, "-p", "4", "-b", dev.broker) == "new perm equals to the old one!\n"
+    assert ok(dev, "updateTopicPerm", "-t", topic, "-p", "6", "-b", "10.9.9.9:1") == (
+        "updateTopicPerm error broker not exit or broker is not master!.\n")
+    out = ok(dev, "updateTopicPerm", "-t", topic, "-p", "6", "-c", "DefaultCluster")
+    assert out == f"update topic perm from 4 to 6 in {dev.broker} success.\n"
+    assert admin(dev, "updateTopicPerm", "-t", topic, "-p", "5", "-b", dev.broker)[0] == 2
+
+
+def test_update_order_conf_puts_gets_and_deletes_the_kv_entry(dev: DevServer) -> None:
+    """UpdateOrderConfCommand: ORDER_TOPIC_CONFIG in the NameServer's KV table."""
+    assert ok(dev, "updateOrderConf", "-t", "OrdT", "-m", "put", "-v", "broker-a:4") == (
+        "update orderConf success. topic=[OrdT], orderConf=[broker-a:4]")
+    assert ok(dev, "updateOrderConf", "-t", "OrdT", "-m", "get") == (
+        "get orderConf success. topic=[OrdT], orderConf=[broker-a:4] ")
+    assert ok(dev, "updateOrderConf", "-t", "OrdT", "-m", "delete") == "delete orderConf success. topic=[OrdT]"
+    assert ok(dev, "updateOrderConf", "-t", "OrdT", "-m", "get") == (
+        "get orderConf success. topic=[OrdT], orderConf=[null] ")
+    assert admin(dev, "updateOrderConf", "-t", "OrdT", "-m", "put")[0] == 2
+
+
+def test_allocate_mq_prints_the_averagely_allocation_as_json(dev: DevServer, topic: str) -> None:
+    """AllocateMQSubCommand: RebalanceResult as compact JSON."""
+    doc = json.loads(ok(dev, "allocateMQ", "-t", topic, "-i", "c1,c2"))
+    assert doc == {"result": {
+        "c1": [{"brokerName": dev.broker_name, "queueId": 0, "topic": topic}],
+        "c2": [{"brokerName": dev.broker_name, "queueId": 1, "topic": topic}],
+    }}
+
+
+def test_wipe_and_add_write_perm_report_the_topic_count_per_name_server(dev: DevServer, topic: str) -> None:
+    out = ok(dev, "wipeWritePerm", "-b", dev.broker_name)
+    m = re.fullmatch(rf"wipe write perm of broker\[{dev.broker_name}\] in name server\[{dev.namesrv}\] OK, (\d+)\n", out)
+    assert m is not None and int(m.group(1)) > 0
+    out = ok(dev, "addWritePerm", "-b", dev.broker_name)
+    assert out == f"add write perm of broker[{dev.broker_name}] in name server[{dev.namesrv}] OK, {m.group(1)}\n"
+
+
+def test_kv_and_name_server_config_commands(dev: DevServer) -> None:
+    assert ok(dev, "updateKvConfig", "-s", "NS1", "-k", "k1", "-v", "v1") == (
+        "create or update kv config to namespace success.\n")
+    assert "[broker-a:7]" in ok(dev, "updateOrderConf", "-t", "K", "-m", "put", "-v", "broker-a:7")
+    assert ok(dev, "deleteKvConfig", "-s", "NS1", "-k", "k1") == "delete kv config from namespace success.\n"
+    out = ok(dev, "getNamesrvConfig")
+    assert out.splitlines()[0] == f"============{dev.namesrv}============"
+    assert re.search(r"^orderMessageEnable {32}=  (true|false)$", out, re.MULTILINE)
+    assert ok(dev, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true") == (
+        f"update name server config success![{dev.namesrv}]\norderMessageEnable : true\n")
+    assert json.loads(ok(dev, "getNamesrvConfig", "--json"))[dev.namesrv]["orderMessageEnable"] == "true"
+
+
+@pytest.mark.parametrize("command", ["cleanExpiredCQ", "cleanUnusedTopic", "deleteExpiredCommitLog"])
+def test_maintenance_commands_print_success_by_broker_and_by_cluster(dev: DevServer, command: str) -> None:
+    """CleanExpiredCQSubCommand & co: `success` (no newline) when every broker answered SUCCESS."""
+    assert ok(dev, command, "-b", dev.broker) == "success"
+    assert ok(dev, command, "-c", "DefaultCluster") == "success"
+    assert ok(dev, command) == "success"
+
+
+def test_stats_all_and_broker_consume_stats_use_rocketmq_columns(dev: DevServer, topic: str) -> None:
+    out = ok(dev, "statsAll", "-t", topic)
+    head, row = out.splitlines()
+    assert head.split() == ["#Topic", "#Consumer", "Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
+                            "#OutMsg24Hour"]
+    assert row.startswith(topic.ljust(64)) and row.split()[-1] == "NO_CONSUMER" and row.split()[-2] == "2"
+    rows = json.loads(ok(dev, "statsAll", "-t", topic, "--json"))
+    assert rows == [dict(rows[0], topic=topic, inMsg24Hour=2, outMsg24Hour="NO_CONSUMER")]
+    ok(dev, "consumeMessage", "-t", topic, "-g", "CG_stats")  # a pull creates the group
+    out = ok(dev, "brokerConsumeStats", "-b", dev.broker)
+    assert out.splitlines()[0].split() == ["#Topic", "#Group", "#Broker", "Name", "#QID", "#Broker", "Offset",
+                                           "#Consumer", "Offset", "#Diff", "#LastTime"]
+    assert re.search(r"\nDiff Total: \d+\n$", out)
+    assert "totalDiff" in json.loads(ok(dev, "brokerConsumeStats", "-b", dev.broker, "--json"))
+
+
+def test_send_probes_print_rt_and_results(dev: DevServer) -> None:
+    out = ok(dev, "sendMsgStatus", "-b", dev.broker_name, "-c", "2", "-s", "20")
+    lines = out.splitlines()
+    assert len(lines) == 2 and all(re.fullmatch(
+        r"rt=\d+ms, SendResult=SendResult \[sendStatus=SEND_OK, msgId=[0-9A-F]{32}, offsetMsgId=[0-9A-F]{32}, "
+        rf"messageQueue=MessageQueue \[topic={dev.broker_name}, brokerName={dev.broker_name}, queueId=\d+\], "
+        r"queueOffset=\d+\]", line) for line in lines)
+    ok(dev, "updateTopic", "-b", dev.broker, "-t", "RmqCmdsRT", "-r", "2", "-w", "2")
+    out = ok(dev, "checkMsgSendRT", "-t", "RmqCmdsRT", "-a", "3", "-s", "8")
+    lines = out.splitlines()
+    assert lines[0].split() == ["#Broker", "Name", "#QID", "#Send", "Result", "#RT"]
+    assert [line.split()[:3] for line in lines[1:4]] == [
+        [dev.broker_name, "0", "true"], [dev.broker_name, "1", "true"], [dev.broker_name, "0", "true"]]
+    assert re.fullmatch(r"Avg RT: \d+\.\d\d", lines[4])
+    out = ok(dev, "clusterRT", "-a", "2", "--rounds", "1")
+    assert out.splitlines()[1].split()[:2] == ["DefaultCluster", dev.broker_name]
+    assert out.splitlines()[1].split()[3:] == ["2", "0"]
+
+
+def test_producer_commands_without_producers(dev: DevServer, topic: str) -> None:
+    code, _, err = admin(dev, "producerConnection", "-g", "PG_none", "-t", topic)
+    assert code == 1 and "not online" in err
+    assert ok(dev, "producer", "-b", dev.broker, "--json").strip() in ("{}", "")
+
+
+def test_print_msg_filters_by_tag_and_prints_message_ext(dev: DevServer, topic: str) -> None:
+    """PrintMessageSubCommand: per queue a minOffset line, MSGID lines, a finishing line, dashes."""
+    out = ok(dev, "printMsg", "-t", topic, "-s", "TagA")
+    lines = out.splitlines()
+    assert lines[0] == f"minOffset=0, maxOffset=2, MessageQueue [topic={topic}, brokerName={dev.broker_name}, queueId=0]"
+    msgs = [line for line in lines if line.startswith("MSGID: ")]
+    assert len(msgs) == 1 and msgs[0].endswith(" BODY: hello") and "MessageExt [brokerName=" in msgs[0]
+    assert "body=[104, 101, 108, 108, 111]" in msgs[0]
+    assert lines.count("--------------------------------------------------------") == 2
+    no_body = ok(dev, "printMsg", "-t", topic, "-d", "false")
+    assert no_body.count("BODY: NOT PRINT BODY") == 2
+    assert [m["body"] for m in json.loads(ok(dev, "printMsg", "-t", topic, "--json"))] == ["hello", "world"]
+
+
+def test_print_msg_by_queue_counts_tags(dev: DevServer, topic: str) -> None:
+    out = ok(dev, "printMsgByQueue", "-t", topic, "-a", dev.broker_name, "-i", "0", "-f", "true")
+    assert sorted(out.splitlines()) == [f"Tag: {'TagA':<30} Count: 1", f"Tag: {'TagB':<30} Count: 1"]
+    out = ok(dev, "printMsgByQueue", "-t", topic, "-a", dev.broker_name, "-i", "0", "-p", "true", "-d", "true")
+    assert [line.rsplit("BODY: ", 1)[1] for line in out.splitlines()] == ["hello", "world"]
+
+
+def test_query_cq_prints_the_units(dev: DevServer, topic: str) -> None:
+    out = ok(dev, "queryCq", "-t", topic, "-q", "0", "-i", "1", "-c", "5", "-g", "CG_offline")
+    assert f"Filter data: \nCG_offline@{topic} is not online!\n" in out
+    assert "Queue data: \nmax: 2, min: 0\n" in out
+    assert re.search(r"idx: 1\nConsumeQueueData\{physicOffset=\d+, physicSize=\d+, tagsCode=-?\d+, "
+                     r"extendDataJson='null', bitMap='null', eval=false, msg='null'\}\n", out)
+    assert "idx: 2" not in out
+    assert json.loads(ok(dev, "queryCq", "-t", topic, "-q", "0", "-i", "0", "--json"))["maxQueueIndex"] == 2
+
+
+def group_with_retry_topic(dev: DevServer, group: str) -> None:
+    """A subscription group and its %RETRY% topic (what a consumer's first heartbeat makes)."""
+    ok(dev, "updateSubGroup", "-b", dev.broker, "-g", group)
+    ok(dev, "updateTopic", "-b", dev.broker, "-t", f"%RETRY%{group}", "-r", "1", "-w", "1")
+    eventually(lambda: admin(dev, "topicRoute", "-t", f"%RETRY%{group}")[0] == 0, timeout=15,
+               message=f"no retry route for {group}")
+
+
+def test_offset_commands_clone_reset_old_and_skip(dev: DevServer, topic: str) -> None:
+    group_with_retry_topic(dev, "CG_src")
+    out = ok(dev, "resetOffsetByTimeOld", "-g", "CG_src", "-t", topic, "-s", "0")
+    assert out.startswith(f"rollback consumer offset by specified consumerGroup[CG_src], topic[{topic}], "
+                          "force[true], timestamp(string)[0], timestamp(long)[0]\n")
+    assert out.splitlines()[1].split() == ["#brokerName", "#queueId", "#brokerOffset", "#consumerOffset",
+                                           "#timestampOffset", "#rollbackOffset"]
+    rows = json.loads(ok(dev, "skipAccumulatedMessage", "-g", "CG_src", "-t", topic, "--json"))
+    assert {r["queueId"]: r.get("offset", r.get("rollbackOffset")) for r in rows}[0] == 2
+    out = ok(dev, "cloneGroupOffset", "-s", "CG_src", "-d", "CG_dst", "-t", topic)
+    assert out == f"clone group offset success. srcGroup[CG_src], destGroup=[CG_dst], topic[{topic}]"
+    progress = json.loads(ok(dev, "resetOffsetByTimeOld", "-g", "CG_dst", "-t", topic, "-s", "0", "-f", "false",
+                             "--json"))
+    assert {r["queueId"]: r["consumerOffset"] for r in progress}[0] == 2
+
+
+def test_exports_write_rocketmq_json_files(dev: DevServer, topic: str, tmp_path: Path) -> None:
+    out = ok(dev, "exportMetadata", "-c", "DefaultCluster", "-f", str(tmp_path))
+    assert out == f"export {tmp_path}/metadata.json success\n"
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["topicConfigTable"][topic]["readQueueNums"] == 2
+    assert "SCHEDULE_TOPIC_XXXX" not in meta["topicConfigTable"] and meta["exportTime"] > 0
+    assert ok(dev, "exportMetadata", "-b", dev.broker, "-t", "-f", str(tmp_path)) == (
+        f"export {tmp_path}/topic.json success")
+    assert admin(dev, "exportMetadata", "-b", dev.broker, "-f", str(tmp_path))[0] == 2
+    assert ok(dev, "exportConfigs", "-c", "DefaultCluster", "-f", str(tmp_path)) == (
+        f"export {tmp_path}/configs.json success")
+    configs = json.loads((tmp_path / "configs.json").read_text())
+    assert configs["clusterScale"] == {"namesrvSize": 1, "masterBrokerSize": 1, "slaveBrokerSize": 0}
+    assert configs["brokerConfigs"][dev.broker_name]["brokerName"] == dev.broker_name
+    ok(dev, "exportMetrics", "-c", "DefaultCluster", "-f", str(tmp_path))
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert set(metrics["evaluateReport"][dev.broker_name]) == {"runtimeEnv", "runtimeQuota", "runtimeVersion"}
+
+
+def test_start_monitoring_reports_undone_messages_per_group(dev: DevServer, topic: str) -> None:
+    group_with_retry_topic(dev, "CG_mon")
+    ok(dev, "resetOffsetByTimeOld", "-g", "CG_mon", "-t", topic, "-s", "0")
+    out = ok(dev, "startMonitoring", "--rounds", "1")
+    assert (f"[UNDONE_MSGS] UndoneMsgs [consumerGroup=CG_mon, topic={topic}, undoneMsgsTotal=2, "
+            "undoneMsgsSingleMQ=2, undoneMsgsDelayTimeMills=") in out
