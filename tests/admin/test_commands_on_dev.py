@@ -80,7 +80,9 @@ def test_update_topic_on_a_cluster_creates_a_topic_the_namesrv_routes(dev: DevSe
     ]
     assert route["brokerDatas"][0]["brokerAddrs"] == {"0": dev.broker_addr}
     assert "AdminRouted" in ok(dev, "topicList").split()
-    assert {"Cluster Name": cluster, "Topic": "AdminRouted"} in table(ok(dev, "topicList", "-c"))
+    assert {"Cluster Name": cluster, "Topic": "AdminRouted", "Consumer Group": ""} in table(ok(dev, "topicList", "-c"))
+    assert {"clusterName": cluster, "topic": "AdminRouted", "consumerGroup": ""} in json.loads(
+        ok(dev, "topicList", "-c", "--json"))
 
 
 def test_a_sent_message_is_found_by_offset_id_unique_key_key_and_queue_offset(dev: DevServer) -> None:

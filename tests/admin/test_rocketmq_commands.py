@@ -231,3 +231,31 @@ def test_start_monitoring_reports_undone_messages_per_group(dev: DevServer, topi
     out = ok(dev, "startMonitoring", "--rounds", "1")
     assert (f"[UNDONE_MSGS] UndoneMsgs [consumerGroup=CG_mon, topic={topic}, undoneMsgsTotal=2, "
             "undoneMsgsSingleMQ=2, undoneMsgsDelayTimeMills=") in out
+
+
+def test_cluster_list_base_more_stats_and_interval(dev: DevServer) -> None:
+    """ClusterListSubCommand: the base columns, -m's totals, -i printing again each interval."""
+    lines = ok(dev, "clusterList").splitlines()
+    assert lines[0] == ("#Cluster Name     #Broker Name            #BID  #Addr                  #Version         "
+                        "       #InTPS(LOAD)       #OutTPS(LOAD) #PCWait(ms) #Hour #SPACE")
+    assert lines[1].split()[:4] == ["DefaultCluster", dev.broker_name, "0", dev.broker]
+    assert re.search(r" +\d+\.\d\d\(\d+,\d+ms\) +\d+\.\d\d\(\d+,\d+ms\) +\d+ +\d+\.\d\d +\d\.\d{4}$", lines[1])
+    more = ok(dev, "clusterList", "-m").splitlines()
+    assert more[0].split() == ["#Cluster", "Name", "#Broker", "Name", "#InTotalYest", "#OutTotalYest",
+                               "#InTotalToday", "#OutTotalToday"]
+    assert more[1].split()[:2] == ["DefaultCluster", dev.broker_name] and len(more[1].split()) == 6
+    twice = ok(dev, "clusterList", "-m", "-i", "1", "--rounds", "2")
+    assert twice.count("#InTotalYest") == 2
+    (row,) = json.loads(ok(dev, "clusterList", "--json"))
+    assert (row["clusterName"], row["brokerName"], row["brokerId"], row["addr"]) == (
+        "DefaultCluster", dev.broker_name, 0, dev.broker)
+
+
+def test_topic_list_cluster_model_lists_the_consuming_groups(dev: DevServer, topic: str) -> None:
+    """TopicListSubCommand -c: a row per (cluster, topic, consumer group) from queryTopicConsumeByWho."""
+    group_with_retry_topic(dev, "CG_list")
+    ok(dev, "resetOffsetByTimeOld", "-g", "CG_list", "-t", topic, "-s", "0")
+    out = ok(dev, "topicList", "-c")
+    assert out.splitlines()[0] == f"{'#Cluster Name':<20}  {'#Topic':<48}  {'#Consumer Group':<48}"
+    assert f"{'DefaultCluster':<20}  {topic:<64}  {'CG_list':<64}" in out.splitlines()
+    assert not any(line.split()[1:2] == ["%RETRY%CG_list"] for line in out.splitlines())

@@ -20,10 +20,10 @@ from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
 from orbitmq.admin.commands.stats import (
     TOPIC_PUT_NUMS,
     compute_24hour_sum,
-    examine_consume_stats,
     minute_tps,
 )
 from orbitmq.admin.jprint import Progress, emit_json, front, jformat, jline, json_option, mq_text
+from orbitmq.admin.lookups import examine_consume_stats
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
 from orbitmq.admin.versions import version_desc

@@ -15,6 +15,7 @@ import click
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.jprint import emit_json, front, java_date, jformat, jline, json_option, mq_text
+from orbitmq.admin.lookups import examine_consume_stats, query_topic_consume_by_who
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.versions import version_desc
 from orbitmq.client.queue import MessageQueue
@@ -45,28 +46,6 @@ def send_result_text(result: SendResult) -> str:
     mq = result.message_queue
     return (f"SendResult [sendStatus={result.status.name}, msgId={result.msg_id}, offsetMsgId={result.offset_msg_id}, "
             f"messageQueue={mq_text(mq.topic, mq.broker_name, mq.queue_id)}, queueOffset={result.queue_offset}]")
-
-
-async def examine_consume_stats(admin: AdminClient, group: str, topic: str | None = None) -> ConsumeStats:
-    """DefaultMQAdminExt.examineConsumeStats: GET_CONSUME_STATS on every master of the %RETRY% route."""
-    route = await admin.topic_route(names.retry_topic(group))
-    table: dict[MessageQueue, Any] = {}
-    tps = 0.0
-    for addr in route.master_addrs().values():
-        stats = await admin.consume_stats(addr, group, topic)
-        table.update(stats.offset_table)
-        tps += stats.consume_tps
-    return ConsumeStats(dict(sorted(table.items())), tps)
-
-
-async def query_topic_consume_by_who(admin: AdminClient, topic: str) -> list[str]:
-    """DefaultMQAdminExt.queryTopicConsumeByWho: asked of the route's first broker."""
-    route = await admin.topic_route(topic)
-    for broker in route.broker_datas:
-        addr = broker.select_addr()
-        if addr:
-            return await admin.topic_consumed_by(addr, topic)
-    return []
 
 
 async def topic_detail_rows(admin: AdminClient, topic: str, active_only: bool) -> list[dict[str, Any]]:

@@ -8,13 +8,15 @@ import json
 import click
 
 from orbitmq.admin.api import AdminClient
+from orbitmq.admin.jprint import emit_json, front, jline, json_option
+from orbitmq.admin.lookups import query_topic_consume_by_who
 from orbitmq.admin.models import TopicConfig
 from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
 from orbitmq.common import names
 from orbitmq.common.topic_config import merge_attributes
-from orbitmq.errors import MessageValidationError, TopicNotExist
+from orbitmq.errors import MessageValidationError, OrbitMQError, TopicNotExist
 
 #: NameServer KV namespace holding `brokerName:queueNums;...` for ordered topics.
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
@@ -100,30 +102,47 @@ def delete_topic(topic: str, cluster: str, namesrv: str | None, timeout: float) 
 
 
 @click.command("topicList")
-@click.option("-c", "--clusterModel", "cluster_mode", is_flag=True, help="Show the cluster of each topic.")
+@click.option("-c", "--clusterModel", "cluster_mode", is_flag=True,
+              help="clusterModel: each topic's cluster and the groups consuming it.")
+@json_option
 @namesrv_option
 @timeout_option
-def topic_list(cluster_mode: bool, namesrv: str | None, timeout: float) -> None:
-    """List the topics the NameServer knows."""
+def topic_list(cluster_mode: bool, as_json: bool, namesrv: str | None, timeout: float) -> None:
+    """Fetch all topic list from name server (TopicListSubCommand's columns with -c)."""
 
     async def action(admin: AdminClient) -> None:
         topics = await admin.topic_list()
         if not cluster_mode:
+            if as_json:
+                emit_json(topics)
+                return
             for topic in topics:
-                click.echo(topic)
+                jline("%s%n", topic)
             return
+        info = await admin.cluster_info()
         # Retry and dead-letter topics belong to groups, not to users; mqadmin hides them here too.
-        shown = [t for t in topics if not names.group_of_retry_or_dlq_topic(t) is not None]
-        routes = await asyncio.gather(*(admin.topic_route(t) for t in shown), return_exceptions=True)
-        rows: list[tuple[str, str]] = []
-        for topic, route in zip(shown, routes):
-            if isinstance(route, TopicNotExist):
+        shown = [t for t in topics if not t.startswith((names.RETRY_GROUP_TOPIC_PREFIX, names.DLQ_GROUP_TOPIC_PREFIX))]
+        rows: list[dict[str, str]] = []
+        for topic in shown:
+            cluster, groups = "", [""]
+            try:
+                route = await admin.topic_route(topic)
+                if route.broker_datas:
+                    first = route.broker_datas[0].broker_name
+                    cluster = next((c for c, b in info.cluster_addr_table.items() if first in b), "")
+                groups = await query_topic_consume_by_who(admin, topic) or [""]
+            except TopicNotExist:
                 continue  # deleted between the list and the route query
-            if isinstance(route, BaseException):
-                raise route
-            clusters = sorted({b.cluster for b in route.broker_datas}) or [""]
-            rows.extend((c, topic) for c in clusters)
-        click.echo(render_table(["Cluster Name", "Topic"], sorted(rows)))
+            except OrbitMQError:
+                pass  # RocketMQ prints the topic with what it could learn
+            rows.extend({"clusterName": cluster, "topic": topic, "consumerGroup": g} for g in groups)
+        if as_json:
+            emit_json(rows)
+            return
+        jline("%-20s  %-48s  %-48s%n", "#Cluster Name", "#Topic", "#Consumer Group")
+        for row in rows:
+            jline("%-20s  %-64s  %-64s%n", front(row["clusterName"], 20), front(row["topic"], 64),
+                  front(row["consumerGroup"], 64))
 
     run_admin(namesrv, timeout, action)
 
