@@ -44,7 +44,7 @@ from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.errors import BrokerError, ClientError, ConnectError, CorruptRecord, RemotingError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
-from orbitmq.remoting.command import RemotingCommand
+from orbitmq.remoting.command import LanguageCode, RemotingCommand
 from orbitmq.remoting.header_base import CommandHeader
 from orbitmq.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -341,11 +341,19 @@ class AdminClient:
             raise wire.bad_body(f"consume stats: {exc}") from None
 
     async def reset_offset_by_time(
-        self, broker_addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True
+        self, broker_addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True, cplus: bool = False,
     ) -> dict[MessageQueue, int]:
-        """INVOKE_BROKER_TO_RESET_OFFSET: the broker moves the group's offsets and tells its consumers."""
+        """INVOKE_BROKER_TO_RESET_OFFSET: the broker moves the group's offsets and tells its consumers.
+
+        `cplus` marks the request as a C++ client's (mqadmin's `resetOffsetByTime -c`): the broker
+        then pushes the reset to the consumers in ResetOffsetBodyForC's list form."""
         fields = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
-        response = await self._call(broker_addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+        request = RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields.to_ext_fields())
+        if cplus:
+            request.language = LanguageCode.CPP
+        response = await self._invoke(broker_addr, request)
+        if response.code != ResponseCode.SUCCESS:
+            raise BrokerError.for_code(response.code, response.remark)
         raw = response.body_bytes()
         if not raw:
             return {}

@@ -9,13 +9,16 @@ import click
 
 from orbitmq.admin import wire
 from orbitmq.admin.api import AdminClient
+from orbitmq.admin.jprint import emit_json, front, java_date, jline, json_option
+from orbitmq.admin.lookups import examine_consume_stats
 from orbitmq.admin.models import OffsetWrapper, SubscriptionGroupConfig
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.admin.versions import version_desc
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.validation import check_group
 from orbitmq.common import names
-from orbitmq.errors import BrokerError, ClientError, MessageValidationError, TopicNotExist
+from orbitmq.errors import BrokerError, ClientError, MessageValidationError, OrbitMQError, TopicNotExist
 
 
 def validated_group(group: str) -> str:
@@ -39,19 +42,88 @@ async def group_brokers(admin: AdminClient, group: str) -> dict[str, str]:
     return {name: data.master_addr for name, data in info.broker_addr_table.items() if data.master_addr}
 
 
+async def allocation_by_client_ip(admin: AdminClient, group: str) -> dict[MessageQueue, str]:
+    """ConsumerProgressSubCommand.getMessageQueueAllocationResult: queue -> the IP of the client holding it."""
+    result: dict[MessageQueue, str] = {}
+    try:
+        brokers = await group_brokers(admin, group)
+        conn = await admin.consumer_connection(next(iter(brokers.values())), group)
+        for c in conn.connections:
+            info = await _running_info(admin, group, c.client_id, False)
+            for mq, _ in wire.queue_keyed(info.get("mqTable")):
+                result[mq] = c.client_id.split("@")[0]
+    except (OrbitMQError, StopIteration):
+        pass  # RocketMQ ignores any failure here and prints N/A
+    return result
+
+
+def _last_time(ms: int) -> str:
+    return "N/A" if ms == 0 else java_date(ms)
+
+
+async def _group_summaries(admin: AdminClient) -> list[dict[str, Any]]:
+    """consumerProgress without -g: one line per group that has a %RETRY% topic."""
+    rows = []
+    for topic in await admin.topic_list():
+        if not topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
+            continue
+        group = topic[len(names.RETRY_GROUP_TOPIC_PREFIX):]
+        row: dict[str, Any] = {"group": group, "count": 0, "version": "OFFLINE", "type": "", "model": "", "tps": 0,
+                               "diffTotal": 0}
+        try:
+            stats = await examine_consume_stats(admin, group)
+            row["tps"] = int(stats.consume_tps)
+            row["diffTotal"] = sum(w.broker_offset - w.consumer_offset for w in stats.offset_table.values())
+        except OrbitMQError:
+            pass
+        try:
+            brokers = await group_brokers(admin, group)
+            conn = await admin.consumer_connection(next(iter(brokers.values())), group)
+        except (OrbitMQError, StopIteration):
+            conn = None
+        if conn is not None and conn.connections:
+            row["count"] = len(conn.connections)
+            row["version"] = version_desc(min(c.version for c in conn.connections))
+            row["type"] = "PULL" if conn.consume_type == "CONSUME_ACTIVELY" else "PUSH"
+            row["model"] = conn.message_model if conn.consume_type == "CONSUME_PASSIVELY" else ""
+        rows.append(row)
+    return rows
+
+
 @click.command("consumerProgress")
-@click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
-@click.option("-t", "--topicName", "topic", help="Only this topic.")
+@click.option("-g", "--groupName", "group", help="consumer group name (without it: a line per group)")
+@click.option("-s", "--showClientIP", "show_client_ip", type=click.BOOL, default=False,
+              help="Show Client IP per Queue")
+@click.option("-t", "--topicName", "topic", help="OrbitMQ: only this topic.")
+@json_option
 @namesrv_option
 @timeout_option
-def consumer_progress(group: str, topic: str | None, namesrv: str | None, timeout: float) -> None:
-    """Per queue: the broker's max offset, the group's committed offset and the difference."""
-    validated_group(group)
+def consumer_progress(
+    group: str | None, show_client_ip: bool, topic: str | None, as_json: bool, namesrv: str | None, timeout: float,
+) -> None:
+    """Query consumers's progress, speed: per queue the broker's and the group's offsets and the diff."""
+    if group is not None:
+        validated_group(group.strip())
+
+    async def summaries(admin: AdminClient) -> None:
+        rows = await _group_summaries(admin)
+        if as_json:
+            emit_json(rows)
+            return
+        jline("%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s%n", "#Group", "#Count", "#Version", "#Type", "#Model",
+              "#TPS", "#Diff Total")
+        for r in rows:
+            jline("%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d%n", front(r["group"], 64), r["count"], r["version"],
+                  r["type"], r["model"], r["tps"], r["diffTotal"])
 
     async def action(admin: AdminClient) -> None:
-        brokers = await group_brokers(admin, group)
+        if group is None:
+            await summaries(admin)
+            return
+        name = group.strip()
+        brokers = await group_brokers(admin, name)
         answers = await asyncio.gather(
-            *(admin.consume_stats(addr, group, topic) for addr in brokers.values()), return_exceptions=True
+            *(admin.consume_stats(addr, name, topic) for addr in brokers.values()), return_exceptions=True
         )
         queues: list[tuple[MessageQueue, OffsetWrapper]] = []
         tps = 0.0
@@ -67,18 +139,37 @@ def consumer_progress(group: str, topic: str | None, namesrv: str | None, timeou
         if not queues:
             if refusals:
                 raise refusals[0]
-            raise ClientError(f"no consume progress for group {group!r}")
+            raise ClientError(f"no consume progress for group {name!r}")
         queues.sort(key=lambda q: q[0])
-        rows = [
-            (mq.topic, mq.broker_name, mq.queue_id, w.broker_offset, w.consumer_offset, w.diff,
-             format_millis(w.last_timestamp))
-            for mq, w in queues
-        ]
-        headers = ["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff", "LastTime"]
-        click.echo(render_table(headers, rows))
-        click.echo("")
-        click.echo(f"Consume TPS: {tps:.2f}")
-        click.echo(f"Diff Total: {sum(w.diff for _, w in queues)}")
+        ips = await allocation_by_client_ip(admin, name) if show_client_ip else {}
+        diff_total = sum(w.broker_offset - w.consumer_offset for _, w in queues)
+        if as_json:
+            emit_json({"queues": [
+                {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+                 "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
+                 "clientIP": ips.get(mq, "N/A") if show_client_ip else None,
+                 "diff": w.broker_offset - w.consumer_offset, "lastTimestamp": w.last_timestamp}
+                for mq, w in queues], "consumeTps": tps, "diffTotal": diff_total})
+            return
+        if show_client_ip:
+            jline("%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s  %s%n", "#Topic", "#Broker Name", "#QID",
+                  "#Broker Offset", "#Consumer Offset", "#Client IP", "#Diff", "#LastTime")
+        else:
+            jline("%-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s%n", "#Topic", "#Broker Name", "#QID",
+                  "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime")
+        for mq, w in queues:
+            diff = w.broker_offset - w.consumer_offset
+            if show_client_ip:
+                jline("%-64s  %-32s  %-4d  %-20d  %-20d  %-20s %-20d  %s%n", front(mq.topic, 64),
+                      front(mq.broker_name, 32), mq.queue_id, w.broker_offset, w.consumer_offset,
+                      ips.get(mq, "N/A"), diff, _last_time(w.last_timestamp))
+            else:
+                jline("%-64s  %-32s  %-4d  %-20d  %-20d  %-20d  %s%n", front(mq.topic, 64),
+                      front(mq.broker_name, 32), mq.queue_id, w.broker_offset, w.consumer_offset, diff,
+                      _last_time(w.last_timestamp))
+        jline("%n")
+        jline("Consume TPS: %.2f%n", tps)
+        jline("Diff Total: %d%n", diff_total)
 
     run_admin(namesrv, timeout, action)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import click
 
@@ -10,6 +11,7 @@ from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
 from orbitmq.admin.commands.topic import validated_topic
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.admin.times import parse_timestamp
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
@@ -98,16 +100,33 @@ def send_message(
 @click.option("-c", "--messageNumber", "count", type=click.IntRange(1), default=128, show_default=True,
               help="Stop after this many messages.")
 @click.option("-g", "--consumerGroup", "group", default=TOOLS_CONSUMER_GROUP, show_default=True)
+@click.option("-s", "--beginTimestamp", "begin",
+              help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]: start at the message stored then.")
+@click.option("-e", "--endTimestamp", "end",
+              help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]: stop before the message stored then.")
 @namesrv_option
 @timeout_option
 def consume_message(
     topic: str, broker_name: str | None, queue_id: int | None, offset: int | None, count: int, group: str,
-    namesrv: str | None, timeout: float,
+    begin: str | None, end: str | None, namesrv: str | None, timeout: float,
 ) -> None:
     """Pull messages and print them; commits no offset."""
     validated_topic(topic)
     if queue_id is not None and broker_name is None:
         raise click.UsageError("-i queueId needs -b brokerName")
+    now = int(time.time() * 1000)
+    begin_ms = end_ms = 0
+    try:
+        begin_ms = parse_timestamp(begin) if begin else 0
+        end_ms = parse_timestamp(end) if end else 0
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'-s' / '-e'") from None
+    if begin_ms > now:
+        raise click.UsageError("Please set the beginTimestamp before now!")
+    if end_ms > now:
+        raise click.UsageError("Please set the endTimestamp before now!")
+    if end_ms and begin_ms > end_ms:
+        raise click.UsageError("Please make sure that the beginTimestamp is less than or equal to the endTimestamp")
 
     async def action(admin: AdminClient) -> None:
         route = await admin.topic_route(topic)
@@ -123,7 +142,10 @@ def consume_message(
         for queue in queues:
             addr = masters[queue.broker_name]
             next_offset = offset if offset is not None else 0
-            while len(rows) < count:
+            if begin_ms:
+                next_offset = max(next_offset, await admin.search_offset(addr, queue, begin_ms))
+            stop = await admin.search_offset(addr, queue, end_ms) if end_ms else None
+            while len(rows) < count and (stop is None or next_offset < stop):
                 result = await admin.pull(addr, queue, next_offset, min(32, count - len(rows)), group)
                 if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset != next_offset and offset is None:
                     next_offset = result.next_begin_offset  # start was below the queue's min offset
@@ -131,6 +153,8 @@ def consume_message(
                 if result.status is not PullStatus.FOUND:
                     break
                 for msg in result.messages:
+                    if stop is not None and msg.queue_offset >= stop:
+                        break
                     rows.append((queue.broker_name, queue.queue_id, msg.queue_offset, msg.msg_id,
                                  msg.tags, " ".join(msg.keys), body_text(msg.body, _BODY_PREVIEW)))
                 next_offset = result.next_begin_offset
@@ -195,10 +219,19 @@ def query_msg_by_id(msg_id: str, topic: str | None, namesrv: str | None, timeout
 @click.command("queryMsgByUniqueKey")
 @click.option("-i", "--msgId", "msg_id", required=True, help="The message's UNIQ_KEY (its client id).")
 @click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-g", "--consumerGroup", "group", help="consumer group name (with -d: consume the message directly)")
+@click.option("-d", "--clientId", "client_id", help="The consumer's client id (with -g)")
+@click.option("-a", "--showAll", "show_all", is_flag=True, help="Print all message, the limit is 32")
 @namesrv_option
 @timeout_option
-def query_msg_by_unique_key(msg_id: str, topic: str, namesrv: str | None, timeout: float) -> None:
-    """Show a message by its UNIQ_KEY, looked up in the brokers' index (QUERY_MESSAGE, unique-key mode)."""
+def query_msg_by_unique_key(
+    msg_id: str, topic: str, group: str | None, client_id: str | None, show_all: bool, namesrv: str | None,
+    timeout: float,
+) -> None:
+    """Show a message by its UNIQ_KEY, looked up in the brokers' index (QUERY_MESSAGE, unique-key mode).
+
+    With -g and -d, the client of the group consumes it directly (CONSUME_MESSAGE_DIRECTLY) and
+    the result prints as RocketMQ's ConsumeMessageDirectlyResult."""
     validated_topic(topic)
     key = msg_id.strip().upper()
 
@@ -206,7 +239,17 @@ def query_msg_by_unique_key(msg_id: str, topic: str, namesrv: str | None, timeou
         messages = await find_by_unique_key(admin, topic, key)
         if not messages:
             raise ClientError(f"message {key} not found in topic {topic!r}")
-        click.echo("\n\n".join(message_detail(m) for m in messages))
+        if group and client_id:
+            target = messages[0]
+            result = await admin.consume_message_directly(group.strip(), client_id.strip(), target.offset_msg_id)
+            click.echo(
+                f"ConsumeMessageDirectlyResult [order={str(bool(result.get('order'))).lower()}, "
+                f"autoCommit={str(bool(result.get('autoCommit', True))).lower()}, "
+                f"consumeResult={result.get('consumeResult')}, remark={result.get('remark')}, "
+                f"spentTimeMills={int(result.get('spentTimeMills') or 0)}]", nl=False)
+            return
+        shown = messages[:32] if show_all else messages
+        click.echo("\n\n".join(message_detail(m) for m in shown))
 
     run_admin(namesrv, timeout, action)
 

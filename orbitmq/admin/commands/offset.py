@@ -7,7 +7,7 @@ import click
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.consumer import validated_group
 from orbitmq.admin.commands.topic import validated_topic
-from orbitmq.admin.output import render_table
+from orbitmq.admin.jprint import emit_json, front, jline, json_option
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
 from orbitmq.client.queue import MessageQueue
@@ -38,14 +38,14 @@ async def reset_without_consumers(
 
 
 async def reset_offsets(
-    admin: AdminClient, topic: str, group: str, timestamp_ms: int, force: bool
+    admin: AdminClient, topic: str, group: str, timestamp_ms: int, force: bool, cplus: bool = False,
 ) -> dict[MessageQueue, int]:
     """Reset the group's offsets on every master of the topic; the new offset of each queue."""
     route = await admin.topic_route(topic)
     offsets: dict[MessageQueue, int] = {}
     for addr in route.master_addrs().values():
         try:
-            offsets.update(await admin.reset_offset_by_time(addr, topic, group, timestamp_ms, force))
+            offsets.update(await admin.reset_offset_by_time(addr, topic, group, timestamp_ms, force, cplus))
         except ConsumerNotOnline:
             # The broker resets through online consumers only; write the offsets directly.
             offsets.update(await reset_without_consumers(admin, addr, topic, group, timestamp_ms, force))
@@ -53,29 +53,39 @@ async def reset_offsets(
 
 
 @click.command("resetOffsetByTime")
-@click.option("-g", "--group", required=True, help="Consumer group.")
-@click.option("-t", "--topic", required=True, help="Topic.")
+@click.option("-g", "--group", required=True, help="set the consumer group")
+@click.option("-t", "--topic", required=True, help="set the topic")
 @click.option("-s", "--timestamp", "when", required=True,
-              help="'now', milliseconds since the epoch, or yyyy-MM-dd#HH:mm:ss:SSS (local time).")
+              help="set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS] (local time; now: each queue's end)")
 @click.option("-f", "--force", type=click.BOOL, default=True, show_default=True,
-              help="Also move offsets forward (false: only rewind).")
+              help="set the force rollback by timestamp switch[true|false] (false: only rewind)")
+@click.option("-c", "--cplus", is_flag=True, help="reset c++ client offset (the reset reaches them in their form)")
+@json_option
 @namesrv_option
 @timeout_option
 def reset_offset_by_time(
-    group: str, topic: str, when: str, force: bool, namesrv: str | None, timeout: float
+    group: str, topic: str, when: str, force: bool, cplus: bool, as_json: bool, namesrv: str | None, timeout: float,
 ) -> None:
-    """Reset a consumer group's offsets on a topic to the messages stored at a time."""
+    """Reset consumer offset by timestamp(without client restart)."""
+    group, topic, when = group.strip(), topic.strip(), when.strip()
     validated_group(group)
     validated_topic(topic)
     try:
-        timestamp_ms = parse_timestamp(when)
+        timestamp_ms = -1 if when == "now" else parse_timestamp(when)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'-s' / '--timestamp'") from None
 
     async def action(admin: AdminClient) -> None:
-        offsets = await reset_offsets(admin, topic, group, timestamp_ms, force)
-        rows = [(q.broker_name, q.queue_id, off) for q, off in sorted(offsets.items())]
-        click.echo(render_table(["brokerName", "queueId", "offset"], rows))
+        offsets = await reset_offsets(admin, topic, group, timestamp_ms, force, cplus)
+        if as_json:
+            emit_json([{"brokerName": q.broker_name, "queueId": q.queue_id, "offset": off}
+                       for q, off in sorted(offsets.items())])
+            return
+        jline("rollback consumer offset by specified group[%s], topic[%s], force[%s], timestamp(string)[%s], "
+              "timestamp(long)[%s]%n", group, topic, force, when, timestamp_ms)
+        jline("%-40s  %-40s  %-40s%n", "#brokerName", "#queueId", "#offset")
+        for q, off in sorted(offsets.items()):
+            jline("%-40s  %-40d  %-40d%n", front(q.broker_name, 32), q.queue_id, off)
 
     run_admin(namesrv, timeout, action)
 

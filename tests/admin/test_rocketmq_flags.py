@@ -1,0 +1,165 @@
+"""Flags of RocketMQ 4.9's mqadmin on commands OrbitMQ already had: consumerProgress -s (and no -g),
+consumeMessage -s/-e, queryMsgByUniqueKey -g -d, resetOffsetByTime -c, and RocketMQ's output lines."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from orbitmq.admin.cli import admin_group
+from tests.conformance.wire import Conn, Reply, decode_records, java_response
+from tests.support.dev import DevServer
+from tests.support.procs import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+TOPIC = "FlagsT"
+GROUP = "CG_flags"
+CLIENT_ID = "10.1.2.3@4242#1"
+HEART_BEAT = 34
+UPDATE_CONSUMER_OFFSET = 15
+GET_CONSUMER_RUNNING_INFO = 307
+CONSUME_MESSAGE_DIRECTLY = 309
+RESET_CONSUMER_CLIENT_OFFSET = 220
+
+
+def admin(dev: DevServer, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(admin_group, [*args, "-n", dev.namesrv])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def ok(dev: DevServer, *args: str) -> str:
+    code, out, err = admin(dev, *args)
+    assert code == 0, f"{args} exited {code}: {err}{out}"
+    return out
+
+
+class FakeConsumer:
+    """A Java push consumer of GROUP subscribed to TOPIC, answering what ClientRemotingProcessor answers."""
+
+    def __init__(self, addr: str) -> None:
+        self.conn = Conn(addr)
+        body = json.dumps({
+            "clientID": CLIENT_ID, "producerDataSet": [],
+            "consumerDataSet": [{"groupName": GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                                 "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "unitMode": False,
+                                 "subscriptionDataSet": [{"classFilterMode": False, "codeSet": [],
+                                                          "expressionType": "TAG", "subString": "*", "subVersion": 1,
+                                                          "tagsSet": [], "topic": TOPIC}]}],
+        }).encode()
+        assert self.conn.java(HEART_BEAT, None, body).code == 0
+        self.pushed: list[Reply] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            while True:
+                request = self.conn.read()
+                self.pushed.append(request)
+                if request.code == GET_CONSUMER_RUNNING_INFO:
+                    mq = json.dumps({"brokerName": "broker-a", "queueId": 0, "topic": TOPIC})
+                    body = ('{"properties":{},"subscriptionSet":[],"statusTable":{},"mqTable":{' + mq +
+                            ':{"commitOffset":0}}}').encode()
+                elif request.code == CONSUME_MESSAGE_DIRECTLY:
+                    (msg,) = decode_records(request.body)
+                    body = json.dumps({"order": False, "autoCommit": True, "consumeResult": "CR_SUCCESS",
+                                       "remark": msg.body.decode(), "spentTimeMills": 3}).encode()
+                else:
+                    continue
+                self.conn.sock.sendall(java_response(request.opaque, body=body))
+        except (OSError, ConnectionError):
+            return
+
+    def close(self) -> None:
+        self.conn.close()
+        self.thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def sent(dev: DevServer) -> Iterator[list[str]]:
+    """Three messages in queue 0 of TOPIC a little apart in time; yields their UNIQ_KEYs."""
+    ok(dev, "updateTopic", "-b", dev.broker, "-t", TOPIC, "-r", "1", "-w", "1")
+    keys = []
+    for i in range(3):
+        out = ok(dev, "sendMessage", "-t", TOPIC, "-p", f"m{i}", "-b", dev.broker_name, "-i", "0")
+        keys.append(out.splitlines()[1].split()[4])
+        time.sleep(0.02)  # distinct store times, so a time range can split them
+    yield keys
+
+
+@pytest.fixture(scope="module")
+def consumer(dev: DevServer, sent: list[str]) -> Iterator[FakeConsumer]:
+    fake = FakeConsumer(dev.broker)
+    eventually(lambda: admin(dev, "topicRoute", "-t", f"%RETRY%{GROUP}")[0] == 0, timeout=15,
+               message="the heartbeat's retry topic never reached the NameServer")
+    assert fake.conn.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0",
+                                                   "commitOffset": "1"}).code == 0
+    yield fake
+    fake.close()
+
+
+def test_consumer_progress_prints_rocketmq_columns_and_client_ips(dev: DevServer, consumer: FakeConsumer) -> None:
+    """ConsumerProgressSubCommand: -s true adds #Client IP from each client's mqTable."""
+    out = ok(dev, "consumerProgress", "-g", GROUP)
+    lines = out.splitlines()
+    assert lines[0].split() == ["#Topic", "#Broker", "Name", "#QID", "#Broker", "Offset", "#Consumer", "Offset",
+                                "#Diff", "#LastTime"]
+    assert lines[1].split()[:6] == [TOPIC, dev.broker_name, "0", "3", "1", "2"]
+    assert lines[-3] == "" and lines[-2].startswith("Consume TPS: ") and lines[-1] == "Diff Total: 2"
+    shown = ok(dev, "consumerProgress", "-g", GROUP, "-s", "true").splitlines()
+    assert "#Client IP" in shown[0]
+    assert shown[1].split()[:7] == [TOPIC, dev.broker_name, "0", "3", "1", "10.1.2.3", "2"]
+    (row,) = json.loads(ok(dev, "consumerProgress", "-g", GROUP, "-s", "true", "--json"))["queues"]
+    assert row["clientIP"] == "10.1.2.3" and row["diff"] == 2
+
+
+def test_consumer_progress_without_a_group_lists_every_group(dev: DevServer, consumer: FakeConsumer) -> None:
+    out = ok(dev, "consumerProgress")
+    lines = out.splitlines()
+    assert lines[0].split() == ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff", "Total"]
+    row = next(line.split() for line in lines[1:] if line.split()[0] == GROUP)
+    assert row == [GROUP, "1", "V4_9_7", "PUSH", "CLUSTERING", "0", "2"]
+
+
+def test_consume_message_reads_a_time_range(dev: DevServer, sent: list[str]) -> None:
+    """ConsumeMessageCommand -s/-e: from the message stored at -s to before the one stored at -e."""
+    rows = json.loads(ok(dev, "printMsg", "-t", TOPIC, "--json"))
+    assert [r["body"] for r in rows] == ["m0", "m1", "m2"]
+    everything = ok(dev, "consumeMessage", "-t", TOPIC, "-s", "0")
+    assert "Consumed 3 message(s)." in everything
+    future = str(int(time.time() * 1000) + 3_600_000)
+    code, _, err = admin(dev, "consumeMessage", "-t", TOPIC, "-s", future)
+    assert code == 2 and "Please set the beginTimestamp before now!" in err
+    code, _, err = admin(dev, "consumeMessage", "-t", TOPIC, "-s", "5", "-e", "4")
+    assert code == 2 and "less than or equal to the endTimestamp" in err
+    # -e: RocketMQ stops at the offset searchOffset gives for the end time (exclusive).
+    assert "Consumed 2 message(s)." in ok(dev, "consumeMessage", "-t", TOPIC, "-e", str(int(time.time() * 1000)))
+
+
+def test_query_by_unique_key_with_group_and_client_consumes_directly(
+        dev: DevServer, sent: list[str], consumer: FakeConsumer) -> None:
+    """QueryMsgByUniqueKeySubCommand -g -d: consumeMessageDirectly; prints ConsumeMessageDirectlyResult."""
+    out = ok(dev, "queryMsgByUniqueKey", "-i", sent[2], "-t", TOPIC, "-g", GROUP, "-d", CLIENT_ID)
+    assert out == ("ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS, "
+                   "remark=m2, spentTimeMills=3]")
+
+
+def test_reset_offset_by_time_c_resets_cpp_clients_in_their_form(dev: DevServer, consumer: FakeConsumer) -> None:
+    """ResetOffsetByTimeCommand -c: the request says LanguageCode.CPP; the push is ResetOffsetBodyForC."""
+    out = ok(dev, "resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "now", "-c")
+    lines = out.splitlines()
+    assert lines[0] == (f"rollback consumer offset by specified group[{GROUP}], topic[{TOPIC}], force[true], "
+                        "timestamp(string)[now], timestamp(long)[-1]")
+    assert lines[1].split() == ["#brokerName", "#queueId", "#offset"]
+    assert lines[2].split() == [dev.broker_name, "0", "3"]
+    eventually(lambda: any(r.code == RESET_CONSUMER_CLIENT_OFFSET for r in consumer.pushed), timeout=10,
+               message="no reset pushed to the consumer")
+    push = next(r for r in consumer.pushed if r.code == RESET_CONSUMER_CLIENT_OFFSET)
+    assert json.loads(push.body) == {"offsetTable": [{"brokerName": dev.broker_name, "queueId": 0, "topic": TOPIC,
+                                                      "offset": 3}]}
