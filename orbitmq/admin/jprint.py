@@ -122,3 +122,8 @@ def java_date(ms: int, millis: bool = False) -> str:
     if millis:
         return time.strftime("%Y-%m-%d#%H:%M:%S", moment) + f":{ms % 1000:03d}"
     return time.strftime("%Y-%m-%d %H:%M:%S", moment)
+
+
+def table_json(headers: list[str], rows: list[tuple[Any, ...]] | list[list[Any]]) -> list[dict[str, Any]]:
+    """Rows of a column listing as objects keyed by the column names (the `--json` form)."""
+    return [dict(zip(headers, row)) for row in rows]

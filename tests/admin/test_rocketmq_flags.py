@@ -98,7 +98,8 @@ def consumer(dev: DevServer, sent: list[str]) -> Iterator[FakeConsumer]:
     fake = FakeConsumer(dev.broker)
     eventually(lambda: admin(dev, "topicRoute", "-t", f"%RETRY%{GROUP}")[0] == 0, timeout=15,
                message="the heartbeat's retry topic never reached the NameServer")
-    assert fake.conn.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0",
+    with Conn(dev.broker) as other:  # the fake's own socket is read by its thread
+        assert other.java(UPDATE_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0",
                                                    "commitOffset": "1"}).code == 0
     yield fake
     fake.close()

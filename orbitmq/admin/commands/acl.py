@@ -19,6 +19,7 @@ import yaml
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.broker import target_addrs
+from orbitmq.admin.jprint import emit_json, json_option
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.client.acl import AclCredentials
 from orbitmq.common import jsonbody
@@ -154,16 +155,21 @@ def update_global_white_addr(
 
 @click.command("clusterAclConfigVersion")
 @_target_options
+@json_option
 @namesrv_option
 @timeout_option
 def cluster_acl_config_version(
-    broker_addr: str | None, cluster: str | None, namesrv: str | None, timeout: float
+    broker_addr: str | None, cluster: str | None, as_json: bool, namesrv: str | None, timeout: float
 ) -> None:
     """Print each broker's plain_acl.yml version (counter and last update time)."""
     _one_target(broker_addr, cluster)
 
     async def action(client: AdminClient) -> None:
         row = "{:<16}  {:<22}  {:<22}  {:<20}  {:<22}"
+        if as_json:
+            emit_json([dict(await client.acl_version(addr), queriedAddr=addr)
+                       for addr in await target_addrs(client, broker_addr, cluster)])
+            return
         click.echo(row.format("#Cluster Name", "#Broker Name", "#Broker Addr", "#AclConfigVersionNum",
                               "#AclLastUpdateTime"))
         for addr in await target_addrs(client, broker_addr, cluster):
@@ -180,13 +186,19 @@ def cluster_acl_config_version(
 
 @click.command("getAclConfig")
 @_target_options
+@json_option
 @namesrv_option
 @timeout_option
-def get_acl_config(broker_addr: str | None, cluster: str | None, namesrv: str | None, timeout: float) -> None:
+def get_acl_config(
+    broker_addr: str | None, cluster: str | None, as_json: bool, namesrv: str | None, timeout: float,
+) -> None:
     """Print each broker's accounts and global white list as JSON (secret keys included: admin only)."""
     _one_target(broker_addr, cluster)
 
     async def action(client: AdminClient) -> None:
+        if as_json:
+            emit_json({addr: await client.acl_config(addr) for addr in await target_addrs(client, broker_addr, cluster)})
+            return
         for addr in await target_addrs(client, broker_addr, cluster):
             click.echo(f"============{addr}============")
             click.echo(jsonbody.dumps_pretty(await client.acl_config(addr)).decode())

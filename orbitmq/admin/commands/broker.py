@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from orbitmq.admin.api import AdminClient
+from orbitmq.admin.jprint import emit_json, json_option
 from orbitmq.admin.output import render_kv
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 
@@ -12,14 +13,21 @@ from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 @click.command("brokerStatus")
 @click.option("-b", "--brokerAddr", "broker_addr", help="Broker address host:port.")
 @click.option("-c", "--clusterName", "cluster", help="Every master of this cluster.")
+@json_option
 @namesrv_option
 @timeout_option
-def broker_status(broker_addr: str | None, cluster: str | None, namesrv: str | None, timeout: float) -> None:
+def broker_status(
+    broker_addr: str | None, cluster: str | None, as_json: bool, namesrv: str | None, timeout: float,
+) -> None:
     """Print a broker's runtime information (GET_BROKER_RUNTIME_INFO) as sorted key : value lines."""
     if bool(broker_addr) == bool(cluster):
         raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
 
     async def action(admin: AdminClient) -> None:
+        if as_json:
+            emit_json({addr: dict(sorted((await admin.broker_runtime_info(addr)).items()))
+                       for addr in await target_addrs(admin, broker_addr, cluster)})
+            return
         if broker_addr:
             click.echo(render_kv(await admin.broker_runtime_info(broker_addr), sort=True))
             return
@@ -40,14 +48,21 @@ async def target_addrs(admin: AdminClient, broker_addr: str | None, cluster: str
 @click.command("getBrokerConfig")
 @click.option("-b", "--brokerAddr", "broker_addr", help="Broker address host:port.")
 @click.option("-c", "--clusterName", "cluster", help="Every master of this cluster.")
+@json_option
 @namesrv_option
 @timeout_option
-def get_broker_config(broker_addr: str | None, cluster: str | None, namesrv: str | None, timeout: float) -> None:
+def get_broker_config(
+    broker_addr: str | None, cluster: str | None, as_json: bool, namesrv: str | None, timeout: float,
+) -> None:
     """Print a broker's effective configuration as `key = value` lines."""
     if bool(broker_addr) == bool(cluster):
         raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
 
     async def action(admin: AdminClient) -> None:
+        if as_json:
+            emit_json({addr: dict(sorted((await admin.broker_config(addr)).items()))
+                       for addr in await target_addrs(admin, broker_addr, cluster)})
+            return
         for addr in await target_addrs(admin, broker_addr, cluster):
             config = await admin.broker_config(addr)
             click.echo(f"============{addr}============")

@@ -9,7 +9,7 @@ import click
 
 from orbitmq.admin import wire
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.jprint import emit_json, front, java_date, jline, json_option
+from orbitmq.admin.jprint import emit_json, front, java_date, jline, json_option, table_json
 from orbitmq.admin.lookups import examine_consume_stats
 from orbitmq.admin.models import OffsetWrapper, SubscriptionGroupConfig
 from orbitmq.admin.output import format_millis, render_kv, render_table
@@ -250,24 +250,30 @@ def delete_sub_group(
 
 @click.command("getConsumerConfig")
 @click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
+@json_option
 @namesrv_option
 @timeout_option
-def get_consumer_config(group: str, namesrv: str | None, timeout: float) -> None:
+def get_consumer_config(group: str, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """Print a subscription group's settings on every master broker that has it."""
     validated_group(group)
 
     async def action(admin: AdminClient) -> None:
         info = await admin.cluster_info()
         blocks = []
+        found: dict[str, Any] = {}
         for name, data in info.broker_addr_table.items():
             if not data.master_addr:
                 continue
             config = (await admin.subscription_groups(data.master_addr)).get(group)
             if config is not None:
+                found[f"{name} {data.master_addr}"] = config.to_json()
                 values = [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in config.to_json().items()]
                 blocks.append(f"============{name} {data.master_addr}============\n" + render_kv(values))
         if not blocks:
             raise ClientError(f"no broker has subscription group {group!r}")
+        if as_json:
+            emit_json(found)
+            return
         click.echo("\n".join(blocks))
 
     run_admin(namesrv, timeout, action)
@@ -275,9 +281,10 @@ def get_consumer_config(group: str, namesrv: str | None, timeout: float) -> None
 
 @click.command("consumerConnection")
 @click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
+@json_option
 @namesrv_option
 @timeout_option
-def consumer_connection(group: str, namesrv: str | None, timeout: float) -> None:
+def consumer_connection(group: str, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """List the online clients of a consumer group and what they subscribe to."""
     validated_group(group)
 
@@ -287,6 +294,11 @@ def consumer_connection(group: str, namesrv: str | None, timeout: float) -> None
             raise ClientError("no master broker is registered with the NameServer")
         conn = await admin.consumer_connection(next(iter(brokers.values())), group)
         rows = [(c.client_id, c.client_addr, c.language, c.version) for c in conn.connections]
+        if as_json:
+            emit_json({"connections": table_json(["ClientId", "ClientAddr", "Language", "Version"], rows),
+                       "subscriptions": dict(conn.subscriptions), "consumeType": conn.consume_type,
+                       "messageModel": conn.message_model, "consumeFromWhere": conn.consume_from_where})
+            return
         click.echo(render_table(["ClientId", "ClientAddr", "Language", "Version"], rows))
         click.echo("")
         click.echo(render_table(["Topic", "SubExpression"], list(conn.subscriptions.items())))
@@ -348,13 +360,21 @@ def _running_info_text(info: dict[str, Any]) -> str:
 @click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
 @click.option("-i", "--clientId", "client_id", help="Only this client; without it, a line per online client.")
 @click.option("-s", "--jstackEnable", "jstack", is_flag=True, help="Include the client's thread stacks.")
+@json_option
 @namesrv_option
 @timeout_option
-def consumer_status(group: str, client_id: str | None, jstack: bool, namesrv: str | None, timeout: float) -> None:
+def consumer_status(
+    group: str, client_id: str | None, jstack: bool, as_json: bool, namesrv: str | None, timeout: float,
+) -> None:
     """What the consumers of a group report about themselves (GET_CONSUMER_RUNNING_INFO)."""
     validated_group(group)
 
     async def action(admin: AdminClient) -> None:
+        if client_id and as_json:
+            info = await _running_info(admin, group, client_id, jstack)
+            info["mqTable"] = [dict(mq.to_json(), **q) for mq, q in wire.queue_keyed(info.get("mqTable"))]
+            emit_json(info)
+            return
         if client_id:
             click.echo(_running_info_text(await _running_info(admin, group, client_id, jstack)))
             return
@@ -368,7 +388,11 @@ def consumer_status(group: str, client_id: str | None, jstack: bool, namesrv: st
             props = info.get("properties") or {}
             rows.append((c.client_id, c.version, props.get("PROP_CONSUME_TYPE"), props.get("PROP_CONSUMEORDERLY"),
                          len(wire.queue_keyed(info.get("mqTable"))), props.get("PROP_CLIENT_VERSION")))
-        click.echo(render_table(["ClientId", "Version", "Consume Type", "Orderly", "Queues", "Client Version"], rows))
+        headers = ["ClientId", "Version", "Consume Type", "Orderly", "Queues", "Client Version"]
+        if as_json:
+            emit_json(table_json(headers, rows))
+            return
+        click.echo(render_table(headers, rows))
 
     run_admin(namesrv, timeout, action)
 

@@ -17,6 +17,7 @@ from orbitmq.admin import dlq
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.consumer import validated_group
 from orbitmq.admin.commands.topic import validated_topic
+from orbitmq.admin.jprint import emit_json, json_option, table_json
 from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
@@ -68,10 +69,11 @@ def _short(text: str) -> str:
 
 @click.command("queryDlq")
 @selection_options
+@json_option
 @namesrv_option
 @timeout_option
 def query_dlq(group: str, ids: tuple[str, ...], key: str | None, begin: str | None, end: str | None,
-              sql: str | None, namesrv: str | None, timeout: float) -> None:
+              sql: str | None, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """List a group's dead letters: original topic and id, attempts, times and the last error."""
     selection = make_selection(group, ids, key, begin, end, sql)
 
@@ -79,8 +81,11 @@ def query_dlq(group: str, ids: tuple[str, ...], key: str | None, begin: str | No
         letters = await dlq.browse(admin, group, selection)
         rows = [(d.original_id, d.original_topic, d.attempts, format_millis(d.msg.born_timestamp),
                  format_millis(d.dead_ms), "yes" if d.resent else "no", _short(d.error) or "-") for d in letters]
-        click.echo(render_table(
-            ["OriginalId", "OriginalTopic", "Attempts", "BornTime", "DeadTime", "Resent", "LastError"], rows))
+        headers = ["OriginalId", "OriginalTopic", "Attempts", "BornTime", "DeadTime", "Resent", "LastError"]
+        if as_json:
+            emit_json(table_json(headers, rows))
+            return
+        click.echo(render_table(headers, rows))
         click.echo(f"{len(letters)} dead letter(s) in {dlq.dlq_topic(group)}")
 
     run_admin(namesrv, timeout, action)

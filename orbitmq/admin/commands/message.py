@@ -9,6 +9,7 @@ import click
 
 from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
 from orbitmq.admin.commands.topic import validated_topic
+from orbitmq.admin.jprint import emit_json, json_option, table_json
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
@@ -104,11 +105,12 @@ def send_message(
               help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]: start at the message stored then.")
 @click.option("-e", "--endTimestamp", "end",
               help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]: stop before the message stored then.")
+@json_option
 @namesrv_option
 @timeout_option
 def consume_message(
     topic: str, broker_name: str | None, queue_id: int | None, offset: int | None, count: int, group: str,
-    begin: str | None, end: str | None, namesrv: str | None, timeout: float,
+    begin: str | None, end: str | None, as_json: bool, namesrv: str | None, timeout: float,
 ) -> None:
     """Pull messages and print them; commits no offset."""
     validated_topic(topic)
@@ -161,6 +163,9 @@ def consume_message(
             if len(rows) >= count:
                 break
         headers = ["Broker Name", "QID", "Queue Offset", "MsgId", "Tags", "Keys", "Body"]
+        if as_json:
+            emit_json(table_json(headers, rows[:count]))
+            return
         click.echo(render_table(headers, rows[:count]))
         click.echo(f"\nConsumed {min(len(rows), count)} message(s).")
 
@@ -258,9 +263,10 @@ def query_msg_by_unique_key(
 @click.option("-t", "--topic", required=True, help="Topic.")
 @click.option("-k", "--msgKey", "key", required=True, help="One message key.")
 @click.option("-f", "--maxNum", "max_num", type=click.IntRange(1, 2048), default=64, show_default=True)
+@json_option
 @namesrv_option
 @timeout_option
-def query_msg_by_key(topic: str, key: str, max_num: int, namesrv: str | None, timeout: float) -> None:
+def query_msg_by_key(topic: str, key: str, max_num: int, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """List the messages of a topic indexed under a key."""
     validated_topic(topic)
 
@@ -270,7 +276,11 @@ def query_msg_by_key(topic: str, key: str, max_num: int, namesrv: str | None, ti
             raise ClientError(f"no message of topic {topic!r} has key {key!r}")
         rows = [(m.msg_id, m.offset_msg_id, m.queue_id, m.queue_offset, format_millis(m.store_timestamp))
                 for m in messages]
-        click.echo(render_table(["Message ID", "Offset ID", "QID", "Offset", "Store Time"], rows))
+        headers = ["Message ID", "Offset ID", "QID", "Offset", "Store Time"]
+        if as_json:
+            emit_json(table_json(headers, rows))
+            return
+        click.echo(render_table(headers, rows))
 
     run_admin(namesrv, timeout, action)
 

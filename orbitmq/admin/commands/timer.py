@@ -9,6 +9,7 @@ import click
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.topic import validated_topic
+from orbitmq.admin.jprint import emit_json, json_option, table_json
 from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
@@ -25,9 +26,10 @@ async def _masters(admin: AdminClient, topic: str) -> dict[str, str]:
 @click.option("-t", "--topic", required=True, help="Topic.")
 @click.option("-c", "--maxCount", "max_count", type=click.IntRange(1), default=1000, show_default=True,
               help="At most this many per broker.")
+@json_option
 @namesrv_option
 @timeout_option
-def list_timer_messages(topic: str, max_count: int, namesrv: str | None, timeout: float) -> None:
+def list_timer_messages(topic: str, max_count: int, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """Timed messages of a topic waiting to be delivered, by due time."""
     validated_topic(topic)
 
@@ -37,9 +39,12 @@ def list_timer_messages(topic: str, max_count: int, namesrv: str | None, timeout
         rows = sorted(
             ((int(t["deliverMs"]), name, str(t["msgId"])) for name, timers in zip(masters, found) for t in timers)
         )
-        click.echo(render_table(
-            ["Due", "DueMs", "Broker", "MsgId"], [(format_millis(due), due, name, mid) for due, name, mid in rows]
-        ))
+        headers = ["Due", "DueMs", "Broker", "MsgId"]
+        listed = [(format_millis(due), due, name, mid) for due, name, mid in rows]
+        if as_json:
+            emit_json(table_json(headers, listed))
+            return
+        click.echo(render_table(headers, listed))
 
     run_admin(namesrv, timeout, action)
 

@@ -8,7 +8,7 @@ import json
 import click
 
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.jprint import emit_json, front, jline, json_option
+from orbitmq.admin.jprint import emit_json, front, jline, json_option, table_json
 from orbitmq.admin.lookups import query_topic_consume_by_who
 from orbitmq.admin.models import TopicConfig
 from orbitmq.admin.output import format_millis, render_table
@@ -163,9 +163,10 @@ def topic_route(topic: str, namesrv: str | None, timeout: float) -> None:
 
 @click.command("topicStatus")
 @topic_argument
+@json_option
 @namesrv_option
 @timeout_option
-def topic_status(topic: str, namesrv: str | None, timeout: float) -> None:
+def topic_status(topic: str, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """Per queue: min and max offset and the time of the last message."""
 
     async def action(admin: AdminClient) -> None:
@@ -179,7 +180,11 @@ def topic_status(topic: str, namesrv: str | None, timeout: float) -> None:
             for s in stats
         ]
         rows.sort(key=lambda r: (r[0], r[1]))
-        click.echo(render_table(["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"], rows))
+        headers = ["Broker Name", "QID", "Min Offset", "Max Offset", "Last Updated"]
+        if as_json:
+            emit_json(table_json(headers, rows))
+            return
+        click.echo(render_table(headers, rows))
 
     run_admin(namesrv, timeout, action)
 

@@ -8,6 +8,7 @@ import click
 
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.commands.topic import validated_topic
+from orbitmq.admin.jprint import emit_json, json_option
 from orbitmq.admin.output import format_millis, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.client.trace import DEFAULT_TRACE_TOPIC, TraceContext, TraceType, decode
@@ -73,9 +74,10 @@ def render_trace(rows: list[TraceContext]) -> str:
 @click.option("-i", "--msgId", "msg_id", required=True, help="Message id (the producer's UNIQ_KEY).")
 @click.option("-t", "--traceTopic", "trace_topic", default=DEFAULT_TRACE_TOPIC, show_default=True,
               help="Topic the traces were written to.")
+@json_option
 @namesrv_option
 @timeout_option
-def query_msg_trace_by_id(msg_id: str, trace_topic: str, namesrv: str | None, timeout: float) -> None:
+def query_msg_trace_by_id(msg_id: str, trace_topic: str, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """Print the trace of one message: who sent it and who consumed it, when, how long it took."""
     validated_topic(trace_topic)
 
@@ -83,6 +85,11 @@ def query_msg_trace_by_id(msg_id: str, trace_topic: str, namesrv: str | None, ti
         rows = await find_trace(admin, msg_id, trace_topic)
         if not rows:
             raise ClientError(f"no trace of message {msg_id!r} in topic {trace_topic!r}")
+        if as_json:
+            emit_json([{"type": c.trace_type.value, "group": c.group, "clientHost": c.client_host,
+                        "timestamp": c.timestamp, "costMs": c.cost_ms, "success": c.success,
+                        "requestId": c.request_id} for c in rows])
+            return
         click.echo(render_trace(rows))
 
     run_admin(namesrv, timeout, action)
