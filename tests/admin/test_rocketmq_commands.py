@@ -4,7 +4,10 @@ their flags, their output lines (the Java command classes' printf formats) and t
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from click.testing import CliRunner
 
 from orbitmq.admin.cli import admin_group
 from tests.support.dev import DevServer
-from tests.support.procs import eventually
+from tests.support.procs import eventually, orbitmq_command
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -259,3 +262,36 @@ def test_topic_list_cluster_model_lists_the_consuming_groups(dev: DevServer, top
     assert out.splitlines()[0] == f"{'#Cluster Name':<20}  {'#Topic':<48}  {'#Consumer Group':<48}"
     assert f"{'DefaultCluster':<20}  {topic:<64}  {'CG_list':<64}" in out.splitlines()
     assert not any(line.split()[1:2] == ["%RETRY%CG_list"] for line in out.splitlines())
+
+
+def test_long_commands_draw_a_progress_bar_only_when_stdout_is_a_terminal(
+        dev: DevServer, topic: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The bar goes to stderr, so piped output stays RocketMQ's lines."""
+    plain = CliRunner().invoke(admin_group, ["printMsg", "-t", topic, "-n", dev.namesrv])
+    assert plain.exit_code == 0 and plain.stderr == ""
+    group_with_retry_topic(dev, "CG_bar_src")
+    ok(dev, "resetOffsetByTimeOld", "-g", "CG_bar_src", "-t", topic, "-s", "0")
+    monkeypatch.setattr("orbitmq.admin.jprint.stdout_is_terminal", lambda: True)
+    for command in (["printMsg", "-t", topic], ["printMsgByQueue", "-t", topic, "-a", dev.broker_name, "-i", "0"],
+                    ["cloneGroupOffset", "-s", "CG_bar_src", "-d", "CG_bar", "-t", topic],
+                    ["exportMetadata", "-c", "DefaultCluster", "-f", str(tmp_path)],
+                    ["exportConfigs", "-c", "DefaultCluster", "-f", str(tmp_path)]):
+        drawn = CliRunner().invoke(admin_group, [*command, "-n", dev.namesrv])
+        assert drawn.exit_code == 0, drawn.stderr
+        bar = drawn.stderr.rsplit("\r", 1)[-1]
+        assert re.fullmatch(rf"{command[0]} \[#{{30}}\] (\d+)/\1 100\.0%\n", bar), drawn.stderr
+    # stdout is unchanged by the bar.
+    assert CliRunner().invoke(admin_group, ["printMsg", "-t", topic, "-n", dev.namesrv]).stdout == plain.stdout
+
+
+def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(dev: DevServer, topic: str) -> None:
+    command = orbitmq_command("admin", "printMsg", "-t", topic, "-n", dev.namesrv)
+    primary, secondary = pty.openpty()
+    try:
+        on_tty = subprocess.run(command, stdout=secondary, stderr=subprocess.PIPE, timeout=60, check=True)
+    finally:
+        os.close(secondary)
+        os.close(primary)
+    piped = subprocess.run(command, capture_output=True, timeout=60, check=True)
+    assert re.search(rb"\rprintMsg \[#{30}\] (\d+)/\1 100\.0%\n$", on_tty.stderr)
+    assert piped.stderr == b"" and b"minOffset=0" in piped.stdout
