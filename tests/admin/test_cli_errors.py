@@ -29,7 +29,6 @@ def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     [
         ["updateTopic", "-n", "127.0.0.1:9876"],  # no -t
         ["updateTopic", "-n", "127.0.0.1:9876", "-t", "T"],  # neither -b nor -c
-        ["updateTopic", "-n", "127.0.0.1:9876", "-t", "T", "-b", "a:1", "-c", "C"],  # both
         ["updateTopic", "-n", "127.0.0.1:9876", "-t", "bad topic!", "-c", "C"],
         ["updateTopic", "-n", "127.0.0.1:9876", "-t", "T", "-c", "C", "-r", "0"],
         ["topicStatus", "-n", "not-an-address", "-t", "T"],

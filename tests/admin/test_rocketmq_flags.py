@@ -164,3 +164,20 @@ def test_reset_offset_by_time_c_resets_cpp_clients_in_their_form(dev: DevServer,
     push = next(r for r in consumer.pushed if r.code == RESET_CONSUMER_CLIENT_OFFSET)
     assert json.loads(push.body) == {"offsetTable": [{"brokerName": dev.broker_name, "queueId": 0, "topic": TOPIC,
                                                       "offset": 3}]}
+
+
+@pytest.mark.parametrize("args", [
+    ("updateTopic", "-t", "FlagsBWins"),
+    ("updateSubGroup", "-g", "CG_bwins"),
+    ("deleteSubGroup", "-g", "CG_bwins_none"),
+    ("brokerStatus",),
+    ("getBrokerConfig",),
+    ("updateBrokerConfig", "-k", "defaultTopicQueueNums", "-v", "4"),
+    ("cleanUnusedTopic",),
+])
+def test_b_wins_over_c_as_in_rocketmq(dev: DevServer, args: tuple[str, ...]) -> None:
+    """RocketMQ's commands test hasOption('b') before hasOption('c'): a bad -c beside a good -b is ignored."""
+    ok(dev, *args, "-b", dev.broker, "-c", "NoSuchCluster")
+    if args[0] != "cleanUnusedTopic":  # which, like RocketMQ's, cleans every cluster without either
+        code, _, err = admin(dev, *args)
+        assert code == 2 and "-b brokerAddr or -c clusterName" in err

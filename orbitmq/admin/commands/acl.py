@@ -50,8 +50,8 @@ def tools_yml_credentials(env: Mapping[str, str] = os.environ) -> AclCredentials
 
 
 def _one_target(broker_addr: str | None, cluster: str | None) -> None:
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
 
 
 def _perm_list(value: str | None, flag: str) -> str | None:

@@ -20,8 +20,8 @@ def broker_status(
     broker_addr: str | None, cluster: str | None, as_json: bool, namesrv: str | None, timeout: float,
 ) -> None:
     """Print a broker's runtime information (GET_BROKER_RUNTIME_INFO) as sorted key : value lines."""
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
 
     async def action(admin: AdminClient) -> None:
         if as_json:
@@ -55,8 +55,8 @@ def get_broker_config(
     broker_addr: str | None, cluster: str | None, as_json: bool, namesrv: str | None, timeout: float,
 ) -> None:
     """Print a broker's effective configuration as `key = value` lines."""
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
 
     async def action(admin: AdminClient) -> None:
         if as_json:
@@ -84,8 +84,8 @@ def update_broker_config(
     broker_addr: str | None, cluster: str | None, key: str, value: str, namesrv: str | None, timeout: float
 ) -> None:
     """Change one broker setting at runtime."""
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
     if not key.strip() or any(c in key for c in "=\r\n") or any(c in value for c in "\r\n"):
         raise click.BadParameter("key and value must be one line each, and the key must not contain '='",
                                  param_hint="'-k' / '-v'")

@@ -197,8 +197,8 @@ def update_sub_group(
 ) -> None:
     """Create a subscription group or update its settings."""
     validated_group(group)
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
     config = SubscriptionGroupConfig(
         group, consume_enable, from_min, broadcast, retry_queues, retry_max, broker_id, slow_broker, notify
     )
@@ -232,8 +232,8 @@ def delete_sub_group(
 ) -> None:
     """Delete a subscription group from brokers."""
     validated_group(group)
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
 
     async def action(admin: AdminClient) -> None:
         if broker_addr:

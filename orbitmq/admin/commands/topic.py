@@ -54,8 +54,8 @@ def update_topic(
 ) -> None:
     """Create a topic or change its queue counts and permission."""
     validated_topic(topic)
-    if bool(broker_addr) == bool(cluster):
-        raise click.UsageError("give exactly one of -b brokerAddr or -c clusterName")
+    if not broker_addr and not cluster:
+        raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
     if attributes:
         try:
             merge_attributes((), attributes)
@@ -72,7 +72,7 @@ def update_topic(
         for addr in targets.values():
             await admin.create_topic(addr, config, attributes=attributes)
             click.echo(f"create topic to {addr} success.")
-        if order and cluster:
+        if order and cluster and not broker_addr:
             # Ordered topics pin their queues through the NameServer's KV table.
             conf = ";".join(f"{name}:{write_queues}" for name in sorted(targets))
             await admin.put_kv_config(ORDER_TOPIC_CONFIG, topic, conf)
