@@ -20,8 +20,10 @@ from orbitmq.admin.commands import (
     cluster,
     consumer,
     dlq,
+    export,
     message,
     offset,
+    offsets_old,
     ops,
     stats,
     timer,
@@ -89,6 +91,6 @@ def tls_option_settings(use_tls: bool, config_file: str | None, defines: tuple[s
     return settings
 
 
-for _module in (topic, cluster, broker, consumer, offset, message, trace, acl, dlq, timer, ops, stats, browse):
+for _module in (topic, cluster, broker, consumer, offset, message, trace, acl, dlq, timer, ops, stats, browse, offsets_old, export):
     for _command in _module.COMMANDS:
         admin_group.add_command(_command)
