@@ -64,11 +64,8 @@ def render() -> str:
     lines += [_row(e) for e in ROCKETMQ_COMMANDS if not e.registered]
     lines += ["", "## Not in RocketMQ 4.9", "", "| Command | Why |", "|---|---|"]
     lines += [f"| `{name}` | {why} |" for name, why in sorted(NOT_IN_4_9.items())]
-    lines += ["", "## OrbitMQ's own commands", "", "| OrbitMQ | Flags | `--json` | What for |", "|---|---|---|---|"]
-    for name, what in sorted(ORBITMQ_COMMANDS.items()):
-        command = admin_group.commands[name]
-        json_out = "yes" if any(p.name == "as_json" for p in command.params) else ""
-        lines.append(f"| `{name}` | {_flags(command)} | {json_out} | {what} |")
+    lines += ["", "## OrbitMQ's own commands", "", "| OrbitMQ | What for |", "|---|---|"]
+    lines += [f"| `{name}` | {what} |" for name, what in sorted(ORBITMQ_COMMANDS.items())]
     return "\n".join(lines) + "\n"
 
 

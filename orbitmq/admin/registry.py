@@ -149,6 +149,10 @@ ORBITMQ_COMMANDS: dict[str, str] = {
     "cancelTimerMessage": "cancel a timed message",
     "rescheduleTimerMessage": "move a timed message",
     "recallMessage": "recall a timed message by its recall handle (RocketMQ 5.3's RECALL_MESSAGE)",
+    # Controller mode, RocketMQ 5's controller commands (docs/failover.md).
+    "getSyncStateSet": "each broker group's master, epochs and in-sync replicas (controller mode)",
+    "getBrokerEpoch": "a broker group's epochs (controller mode)",
+    "electMaster": "elect a broker group's master (controller mode)",
 }
 
 #: RocketMQ 5 commands asked for that 4.9 has not: what OrbitMQ offers instead.

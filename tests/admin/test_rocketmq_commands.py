@@ -295,3 +295,23 @@ def test_a_real_terminal_gets_the_bar_and_a_pipe_does_not(dev: DevServer, topic:
     piped = subprocess.run(command, capture_output=True, timeout=60, check=True)
     assert re.search(rb"\rprintMsg \[#{30}\] (\d+)/\1 100\.0%\n$", on_tty.stderr)
     assert piped.stderr == b"" and b"minOffset=0" in piped.stdout
+
+
+def test_older_commands_print_rocketmq_lines(dev: DevServer, topic: str) -> None:
+    """topicStatus, brokerStatus, getBrokerConfig, sendMessage and queryMsgByKey in the Java classes' formats."""
+    status = ok(dev, "topicStatus", "-t", topic).splitlines()
+    assert status[0] == f"{'#Broker Name':<32}  {'#QID':<4}  {'#Min Offset':<20}  {'#Max Offset':<20}    #Last Updated"
+    assert status[1].startswith(f"{dev.broker_name:<32}  {'0':<4}  {'0':<20}  {'2':<20}    ")
+    broker = ok(dev, "brokerStatus", "-b", dev.broker).splitlines()
+    assert f"{'brokerVersionDesc':<32}: V4_9_7" in broker
+    config = ok(dev, "getBrokerConfig", "-b", dev.broker).splitlines()
+    assert config[0] == f"============{dev.broker}============" and config[-1] == ""
+    assert f"{'brokerName':<50}=  {dev.broker_name}" in config
+    sent = ok(dev, "sendMessage", "-t", topic, "-p", "fmt", "-k", "fmtkey", "-b", dev.broker_name, "-i", "1")
+    head, row = sent.splitlines()
+    assert head.startswith(f"{'#Broker Name':<32}  {'#QID':<4}  {'#Send Result':<20}    #MsgId")
+    assert row.startswith(f"{dev.broker_name:<32}  {'1':<4}  {'SEND_OK':<20}    ")
+    eventually(lambda: admin(dev, "queryMsgByKey", "-t", topic, "-k", "fmtkey")[0] == 0, timeout=10)
+    by_key = ok(dev, "queryMsgByKey", "-t", topic, "-k", "fmtkey").splitlines()
+    assert by_key[0] == f"{'#Message ID':<50} #QID {'#Offset':>40}"
+    assert by_key[1] == f"{row.split()[3]:<50} {1:>4} {0:>40}"

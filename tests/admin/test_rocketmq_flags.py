@@ -88,7 +88,7 @@ def sent(dev: DevServer) -> Iterator[list[str]]:
     keys = []
     for i in range(3):
         out = ok(dev, "sendMessage", "-t", TOPIC, "-p", f"m{i}", "-b", dev.broker_name, "-i", "0")
-        keys.append(out.splitlines()[1].split()[4])
+        keys.append(out.splitlines()[1].split()[3])  # #Broker Name #QID #Send Result #MsgId ...
         time.sleep(0.02)  # distinct store times, so a time range can split them
     yield keys
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.jprint import emit_json, json_option
-from orbitmq.admin.output import render_kv
+from orbitmq.admin.jprint import emit_json, jline, json_option
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 
 
@@ -28,12 +27,13 @@ def broker_status(
             emit_json({addr: dict(sorted((await admin.broker_runtime_info(addr)).items()))
                        for addr in await target_addrs(admin, broker_addr, cluster)})
             return
-        if broker_addr:
-            click.echo(render_kv(await admin.broker_runtime_info(broker_addr), sort=True))
+        if broker_addr:  # BrokerStatusSubCommand's lines, keys sorted
+            for k, v in sorted((await admin.broker_runtime_info(broker_addr)).items()):
+                jline("%-32s: %s%n", k, v)
             return
         for addr in await target_addrs(admin, None, cluster):
-            table = await admin.broker_runtime_info(addr)
-            click.echo(render_kv([(f"{addr} {k}", v) for k, v in sorted(table.items())]))
+            for k, v in sorted((await admin.broker_runtime_info(addr)).items()):
+                jline("%-24s %-32s: %s%n", addr, k, v)
 
     run_admin(namesrv, timeout, action)
 
@@ -65,10 +65,11 @@ def get_broker_config(
             return
         for addr in await target_addrs(admin, broker_addr, cluster):
             config = await admin.broker_config(addr)
+            # GetBrokerConfigCommand.getAndPrint: a heading, `%-50s=  %s` lines, an empty line.
             click.echo(f"============{addr}============")
-            width = max((len(k) for k in config), default=0)
-            for k, v in sorted(config.items()):
-                click.echo(f"{k.ljust(width)} = {v}".rstrip())
+            for k, v in config.items():
+                jline("%-50s=  %s\n", k, v)
+            jline("%n")
 
     run_admin(namesrv, timeout, action)
 

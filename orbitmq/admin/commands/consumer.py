@@ -299,13 +299,18 @@ def consumer_connection(group: str, as_json: bool, namesrv: str | None, timeout:
                        "subscriptions": dict(conn.subscriptions), "consumeType": conn.consume_type,
                        "messageModel": conn.message_model, "consumeFromWhere": conn.consume_from_where})
             return
-        click.echo(render_table(["ClientId", "ClientAddr", "Language", "Version"], rows))
-        click.echo("")
-        click.echo(render_table(["Topic", "SubExpression"], list(conn.subscriptions.items())))
-        click.echo("")
-        click.echo(f"ConsumeType: {conn.consume_type}")
-        click.echo(f"MessageModel: {conn.message_model}")
-        click.echo(f"ConsumeFromWhere: {conn.consume_from_where}")
+        # ConsumerConnectionSubCommand's lines.
+        jline("%-36s %-22s %-10s %s%n", "#ClientId", "#ClientAddr", "#Language", "#Version")
+        for c in conn.connections:
+            jline("%-36s %-22s %-10s %s%n", c.client_id, c.client_addr, c.language, version_desc(c.version))
+        jline("%nBelow is subscription:\n")
+        jline("%-20s %s%n", "#Topic", "#SubExpression")
+        for topic, expression in conn.subscriptions.items():
+            jline("%-20s %s%n", topic, expression)
+        jline("\n")
+        jline("ConsumeType: %s%n", conn.consume_type)
+        jline("MessageModel: %s%n", conn.message_model)
+        jline("ConsumeFromWhere: %s%n", conn.consume_from_where)
 
     run_admin(namesrv, timeout, action)
 

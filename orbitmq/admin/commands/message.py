@@ -9,7 +9,7 @@ import click
 
 from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
 from orbitmq.admin.commands.topic import validated_topic
-from orbitmq.admin.jprint import emit_json, json_option, table_json
+from orbitmq.admin.jprint import emit_json, jline, json_option, table_json
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
@@ -84,11 +84,12 @@ def send_message(
     async def action(admin: AdminClient) -> None:
         addr, queue = await admin.pick_write_queue(topic, broker_name, queue_id)
         result = await admin.send_message(addr, queue, body.encode("utf-8"), tags=tags, keys=key_list)
-        headers = ["Broker Name", "QID", "Queue Offset", "Send Result", "MsgId", "Offset MsgId"]
         mq = result.message_queue
-        row = (mq.broker_name, mq.queue_id, result.queue_offset, result.status.value, result.msg_id,
-               result.offset_msg_id)
-        click.echo(render_table(headers, [row]))
+        # SendMessageCommand's four columns, then OrbitMQ's queue offset and offset message id.
+        fmt = "%-32s  %-4s  %-20s    %-32s  %-14s  %s%n"
+        jline(fmt, "#Broker Name", "#QID", "#Send Result", "#MsgId", "#Queue Offset", "#Offset MsgId")
+        jline(fmt, mq.broker_name, mq.queue_id, result.status.value, result.msg_id, result.queue_offset,
+              result.offset_msg_id)
 
     run_admin(namesrv, timeout, action)
 
@@ -276,11 +277,12 @@ def query_msg_by_key(topic: str, key: str, max_num: int, as_json: bool, namesrv:
             raise ClientError(f"no message of topic {topic!r} has key {key!r}")
         rows = [(m.msg_id, m.offset_msg_id, m.queue_id, m.queue_offset, format_millis(m.store_timestamp))
                 for m in messages]
-        headers = ["Message ID", "Offset ID", "QID", "Offset", "Store Time"]
         if as_json:
-            emit_json(table_json(headers, rows))
+            emit_json(table_json(["Message ID", "Offset ID", "QID", "Offset", "Store Time"], rows))
             return
-        click.echo(render_table(headers, rows))
+        jline("%-50s %4s %40s%n", "#Message ID", "#QID", "#Offset")
+        for m in messages:
+            jline("%-50s %4d %40d%n", m.msg_id, m.queue_id, m.queue_offset)
 
     run_admin(namesrv, timeout, action)
 

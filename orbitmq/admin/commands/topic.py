@@ -11,7 +11,7 @@ from orbitmq.admin.api import AdminClient
 from orbitmq.admin.jprint import emit_json, front, jline, json_option, table_json
 from orbitmq.admin.lookups import query_topic_consume_by_who
 from orbitmq.admin.models import TopicConfig
-from orbitmq.admin.output import format_millis, render_table
+from orbitmq.admin.output import format_millis
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
 from orbitmq.common import names
@@ -184,7 +184,11 @@ def topic_status(topic: str, as_json: bool, namesrv: str | None, timeout: float)
         if as_json:
             emit_json(table_json(headers, rows))
             return
-        click.echo(render_table(headers, rows))
+        jline("%-32s  %-4s  %-20s  %-20s    %s%n", "#Broker Name", "#QID", "#Min Offset", "#Max Offset",
+              "#Last Updated")
+        for name, qid, low, high, updated in rows:
+            jline("%-32s  %-4d  %-20d  %-20d    %s%n", front(name, 32), qid, low, high,
+                  "" if updated == "-" else updated)
 
     run_admin(namesrv, timeout, action)
 
