@@ -215,7 +215,7 @@ def test_update_sub_group_settings_show_in_get_consumer_config_until_delete_sub_
     ok(dev, "updateSubGroup", "-c", cluster, "-g", "AdminSettings", "-q", "3", "-r", "5", "-s", "false")
     config = {
         k.strip(): v.strip() for k, v in
-        (line.split(" : ") for line in ok(dev, "getConsumerConfig", "-g", "AdminSettings").splitlines()[1:])
+        (line.split("=  ") for line in ok(dev, "getConsumerConfig", "-g", "AdminSettings").splitlines()[1:])
     }
     assert (config["retryQueueNums"], config["retryMaxTimes"], config["consumeEnable"]) == ("3", "5", "false")
     assert "success" in ok(dev, "deleteSubGroup", "-c", cluster, "-g", "AdminSettings")

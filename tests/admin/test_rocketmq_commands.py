@@ -315,3 +315,14 @@ def test_older_commands_print_rocketmq_lines(dev: DevServer, topic: str) -> None
     by_key = ok(dev, "queryMsgByKey", "-t", topic, "-k", "fmtkey").splitlines()
     assert by_key[0] == f"{'#Message ID':<50} #QID {'#Offset':>40}"
     assert by_key[1] == f"{row.split()[3]:<50} {1:>4} {0:>40}"
+
+
+def test_get_consumer_config_prints_the_bean_fields(dev: DevServer) -> None:
+    """GetConsumerConfigSubCommand: `=====cluster:broker=====` then `%-40s=  %s` per declared field."""
+    ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_fmt", "-r", "7")
+    lines = ok(dev, "getConsumerConfig", "-g", "CG_cfg_fmt").splitlines()
+    assert lines[0] == f"=============================DefaultCluster:{dev.broker_name}============================="
+    assert lines[1:] == [f"{k:<40}=  {v}" for k, v in (
+        ("groupName", "CG_cfg_fmt"), ("consumeEnable", "true"), ("consumeFromMinEnable", "true"),
+        ("consumeBroadcastEnable", "true"), ("retryQueueNums", "1"), ("retryMaxTimes", "7"), ("brokerId", "0"),
+        ("whichBrokerWhenConsumeSlowly", "1"), ("notifyConsumerIdsChangedEnable", "true"))]

@@ -9,7 +9,7 @@ import click
 
 from orbitmq.admin import wire
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.jprint import emit_json, front, java_date, jline, json_option, table_json
+from orbitmq.admin.jprint import emit_json, front, java_date, jformat, jline, json_option, table_json
 from orbitmq.admin.lookups import examine_consume_stats
 from orbitmq.admin.models import OffsetWrapper, SubscriptionGroupConfig
 from orbitmq.admin.output import format_millis, render_kv, render_table
@@ -248,6 +248,13 @@ def delete_sub_group(
     run_admin(namesrv, timeout, action)
 
 
+#: SubscriptionGroupConfig's fields in 4.9's declaration order (what getConsumerConfig prints).
+SUBSCRIPTION_GROUP_FIELDS = (
+    "groupName", "consumeEnable", "consumeFromMinEnable", "consumeBroadcastEnable", "retryQueueNums",
+    "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly", "notifyConsumerIdsChangedEnable",
+)
+
+
 @click.command("getConsumerConfig")
 @click.option("-g", "--groupName", "group", required=True, help="Consumer group.")
 @json_option
@@ -259,22 +266,30 @@ def get_consumer_config(group: str, as_json: bool, namesrv: str | None, timeout:
 
     async def action(admin: AdminClient) -> None:
         info = await admin.cluster_info()
-        blocks = []
         found: dict[str, Any] = {}
+        lines: list[str] = []
         for name, data in info.broker_addr_table.items():
-            if not data.master_addr:
+            addr = data.select_addr()
+            if not addr:
                 continue
-            config = (await admin.subscription_groups(data.master_addr)).get(group)
-            if config is not None:
-                found[f"{name} {data.master_addr}"] = config.to_json()
-                values = [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in config.to_json().items()]
-                blocks.append(f"============{name} {data.master_addr}============\n" + render_kv(values))
-        if not blocks:
+            config = (await admin.subscription_groups(addr)).get(group)
+            if config is None:
+                continue
+            cluster = next((c for c, names in info.cluster_addr_table.items() if name in names), None)
+            fields = config.to_json()
+            found[f"{name} {addr}"] = fields
+            # GetConsumerConfigSubCommand: a heading per broker, the bean's fields in declaration order.
+            lines.append(jformat("=============================%s:%s=============================\n", cluster, name))
+            for key in SUBSCRIPTION_GROUP_FIELDS:
+                value = fields.get(key)
+                text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+                lines.append(jformat("%s%-40s=  %s\n", "", key, text))
+        if not found:
             raise ClientError(f"no broker has subscription group {group!r}")
         if as_json:
             emit_json(found)
             return
-        click.echo("\n".join(blocks))
+        click.echo("".join(lines), nl=False)
 
     run_admin(namesrv, timeout, action)
 
