@@ -181,3 +181,13 @@ def test_b_wins_over_c_as_in_rocketmq(dev: DevServer, args: tuple[str, ...]) -> 
     if args[0] != "cleanUnusedTopic":  # which, like RocketMQ's, cleans every cluster without either
         code, _, err = admin(dev, *args)
         assert code == 2 and "-b brokerAddr or -c clusterName" in err
+
+
+def test_consumer_connection_and_status_take_b(dev: DevServer, consumer: FakeConsumer) -> None:
+    """ConsumerConnectionSubCommand / ConsumerStatusSubCommand -b: ask that broker."""
+    out = ok(dev, "consumerConnection", "-g", GROUP, "-b", dev.broker)
+    assert out.splitlines()[1].split()[:3] == [CLIENT_ID, out.splitlines()[1].split()[1], "JAVA"]
+    assert "\nBelow is subscription:\n" in out and f"{TOPIC:<20} *" in out.splitlines()
+    code, _, err = admin(dev, "consumerConnection", "-g", GROUP, "-b", "127.0.0.1:1", "--timeout", "2")
+    assert code == 1 and err.startswith("error: ")
+    assert json.loads(ok(dev, "consumerStatus", "-g", GROUP, "-b", dev.broker, "--json"))[0]["ClientId"] == CLIENT_ID

@@ -296,15 +296,16 @@ def get_consumer_config(group: str, as_json: bool, namesrv: str | None, timeout:
 
 @click.command("consumerConnection")
 @click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
+@click.option("-b", "--brokerAddr", "broker_addr", help="broker address (default: one of the group's brokers)")
 @json_option
 @namesrv_option
 @timeout_option
-def consumer_connection(group: str, as_json: bool, namesrv: str | None, timeout: float) -> None:
+def consumer_connection(group: str, broker_addr: str | None, as_json: bool, namesrv: str | None, timeout: float) -> None:
     """List the online clients of a consumer group and what they subscribe to."""
     validated_group(group)
 
     async def action(admin: AdminClient) -> None:
-        brokers = await group_brokers(admin, group)
+        brokers = {broker_addr: broker_addr.strip()} if broker_addr else await group_brokers(admin, group)
         if not brokers:
             raise ClientError("no master broker is registered with the NameServer")
         conn = await admin.consumer_connection(next(iter(brokers.values())), group)
@@ -380,11 +381,13 @@ def _running_info_text(info: dict[str, Any]) -> str:
 @click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
 @click.option("-i", "--clientId", "client_id", help="Only this client; without it, a line per online client.")
 @click.option("-s", "--jstackEnable", "jstack", is_flag=True, help="Include the client's thread stacks.")
+@click.option("-b", "--brokerAddr", "broker_addr", help="broker address (default: one of the group's brokers)")
 @json_option
 @namesrv_option
 @timeout_option
 def consumer_status(
-    group: str, client_id: str | None, jstack: bool, as_json: bool, namesrv: str | None, timeout: float,
+    group: str, client_id: str | None, jstack: bool, broker_addr: str | None, as_json: bool, namesrv: str | None,
+    timeout: float,
 ) -> None:
     """What the consumers of a group report about themselves (GET_CONSUMER_RUNNING_INFO)."""
     validated_group(group)
@@ -398,7 +401,7 @@ def consumer_status(
         if client_id:
             click.echo(_running_info_text(await _running_info(admin, group, client_id, jstack)))
             return
-        brokers = await group_brokers(admin, group)
+        brokers = {broker_addr: broker_addr.strip()} if broker_addr else await group_brokers(admin, group)
         if not brokers:
             raise ClientError("no master broker is registered with the NameServer")
         conn = await admin.consumer_connection(next(iter(brokers.values())), group)
