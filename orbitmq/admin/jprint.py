@@ -19,6 +19,8 @@ from typing import Any, Self, TypeVar
 
 import click
 
+from orbitmq.client.results import SendResult
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -127,3 +129,10 @@ def java_date(ms: int, millis: bool = False) -> str:
 def table_json(headers: list[str], rows: list[tuple[Any, ...]] | list[list[Any]]) -> list[dict[str, Any]]:
     """Rows of a column listing as objects keyed by the column names (the `--json` form)."""
     return [dict(zip(headers, row)) for row in rows]
+
+
+def send_result_text(result: SendResult) -> str:
+    """`SendResult.toString()`."""
+    mq = result.message_queue
+    return (f"SendResult [sendStatus={result.status.name}, msgId={result.msg_id}, offsetMsgId={result.offset_msg_id}, "
+            f"messageQueue={mq_text(mq.topic, mq.broker_name, mq.queue_id)}, queueOffset={result.queue_offset}]")

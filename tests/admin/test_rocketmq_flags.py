@@ -191,3 +191,32 @@ def test_consumer_connection_and_status_take_b(dev: DevServer, consumer: FakeCon
     code, _, err = admin(dev, "consumerConnection", "-g", GROUP, "-b", "127.0.0.1:1", "--timeout", "2")
     assert code == 1 and err.startswith("error: ")
     assert json.loads(ok(dev, "consumerStatus", "-g", GROUP, "-b", dev.broker, "--json"))[0]["ClientId"] == CLIENT_ID
+
+
+def test_topic_route_list_and_update_topic_unit_flags(dev: DevServer) -> None:
+    """TopicRouteSubCommand -l; UpdateTopicSubCommand -u/-s build the topic's sys flag."""
+    out = ok(dev, "updateTopic", "-b", dev.broker, "-t", "FlagsUnit", "-r", "2", "-w", "3", "-u", "true", "-s", "true")
+    assert "topicSysFlag=3" in out
+    eventually(lambda: admin(dev, "topicRoute", "-t", "FlagsUnit")[0] == 0, timeout=15)
+    assert json.loads(ok(dev, "topicRoute", "-t", "FlagsUnit"))["queueDatas"][0]["topicSysFlag"] == 3
+    lines = ok(dev, "topicRoute", "-t", "FlagsUnit", "-l").splitlines()
+    fmt = "%-45s %-32s %-50s %-10s %-11s %-5s"
+    assert lines[0] == fmt % ("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")
+    assert lines[1] == fmt % ("DefaultCluster", dev.broker_name, f"{{0={dev.broker}}}", 2, 3, 6)
+    assert lines[2] == "-" * 158
+    assert lines[3] == fmt % ("Total:", 1, "", 2, 3, "")
+
+
+def test_query_msg_by_id_consumes_directly_and_resends(
+        dev: DevServer, sent: list[str], consumer: FakeConsumer) -> None:
+    """QueryMsgByIdSubCommand -g -d (pushMsg) and -s true (sendMsg: a copy to the same topic)."""
+    rows = json.loads(ok(dev, "printMsg", "-t", TOPIC, "--json"))
+    first = ok(dev, "queryMsgByUniqueKey", "-i", sent[0], "-t", TOPIC)
+    offset_id = next(line.split(":", 1)[1].strip() for line in first.splitlines() if "Offset" in line and "ID" in line)
+    out = ok(dev, "queryMsgById", "-i", offset_id, "-g", GROUP, "-d", CLIENT_ID)
+    assert out.endswith("consumeResult=CR_SUCCESS, remark=m0, spentTimeMills=3]")
+    resent = ok(dev, "queryMsgById", "-i", offset_id, "-s", "true")
+    assert resent.startswith(f"prepare resend msg. originalMsgId={offset_id}SendResult [sendStatus=SEND_OK, ")
+    again = json.loads(ok(dev, "printMsg", "-t", TOPIC, "--json"))
+    assert len(again) == len(rows) + 1 and again[-1]["body"] == "m0" and again[-1]["msgId"] != sent[0]
+    assert ok(dev, "queryMsgById", "-i", offset_id, "-s", "false") == ""

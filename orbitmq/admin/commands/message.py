@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import click
 
 from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
 from orbitmq.admin.commands.topic import validated_topic
-from orbitmq.admin.jprint import emit_json, jline, json_option, table_json
+from orbitmq.admin.jprint import emit_json, jline, json_option, send_result_text, table_json
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
 from orbitmq.client.queue import MessageQueue
+from orbitmq.client.results import SendResult
+from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.common.pull import PullStatus
@@ -62,6 +65,12 @@ def looks_like_offset_id(msg_id: str) -> bool:
         return False
     port = host.rpartition(":")[2]
     return port.isdigit() and 0 < int(port) < 65536
+
+
+#: Properties a resent copy does not keep: the store's own and the old message id.
+RESEND_DROPPED_PROPERTIES = frozenset({
+    mc.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, mc.MIN_OFFSET, mc.MAX_OFFSET, mc.CLUSTER, mc.WAIT_STORE_MSG_OK,
+})
 
 
 @click.command("sendMessage")
@@ -191,35 +200,87 @@ async def find_by_key(admin: AdminClient, topic: str, key: str, max_num: int = 6
 
 
 @click.command("queryMsgById")
-@click.option("-i", "--msgId", "msg_id", required=True, help="Offset message id, or a UNIQ_KEY (with -t).")
+@click.option("-i", "--msgId", "msg_id", required=True,
+              help="Offset message id(s), comma-separated, or a UNIQ_KEY (with -t).")
 @click.option("-t", "--topic", help="Topic; needed to look a UNIQ_KEY up in the index.")
+@click.option("-g", "--consumerGroup", "group", help="consumer group name (with -d: consume the message directly)")
+@click.option("-d", "--clientId", "client_id", help="The consumer's client id (with -g)")
+@click.option("-s", "--sendMessage", "resend", type=click.BOOL, default=None,
+              help="resend message: true sends a copy of each message to its topic again")
+@click.option("-u", "--unitName", "unit_name",
+              help="unit name of the resending producer (RocketMQ's unit deployments; no effect on the send)")
 @namesrv_option
 @timeout_option
-def query_msg_by_id(msg_id: str, topic: str | None, namesrv: str | None, timeout: float) -> None:
-    """Show a message by its offset message id (asked of the broker it names) or by its UNIQ_KEY."""
-    msg_id = msg_id.strip().upper()
+def query_msg_by_id(
+    msg_id: str, topic: str | None, group: str | None, client_id: str | None, resend: bool | None,
+    unit_name: str | None, namesrv: str | None, timeout: float,
+) -> None:
+    """Show a message by its offset message id (asked of the broker it names) or by its UNIQ_KEY.
+
+    As RocketMQ's: -g with -d has that client consume each message directly; -s true resends
+    each message to its topic (printing `prepare resend msg. originalMsgId=...` and the SendResult).
+    """
+    ids = [i.strip().upper() for i in msg_id.split(",") if i.strip()]
+    if not ids:
+        raise click.UsageError("-i needs a message id")
     if topic is not None:
         validated_topic(topic)
-    offset_id = looks_like_offset_id(msg_id)
-    if not offset_id and topic is None:
-        raise click.UsageError(f"{msg_id!r} is not an offset message id; give -t topic to look it up as a UNIQ_KEY")
+    for one in ids:
+        if not looks_like_offset_id(one) and topic is None:
+            raise click.UsageError(f"{one!r} is not an offset message id; give -t topic to look it up as a UNIQ_KEY")
 
-    async def action(admin: AdminClient) -> None:
+    async def find(admin: AdminClient, one: str) -> list[MessageExt]:
         messages: list[MessageExt] = []
-        if offset_id:
-            store_host, phys = parse_offset_msg_id(msg_id)
+        if looks_like_offset_id(one):
+            store_host, phys = parse_offset_msg_id(one)
             try:
                 messages = [await admin.view_message(store_host, phys)]
             except (BrokerError, RemotingError):
                 if topic is None:
                     raise
         if not messages and topic is not None:
-            messages = await find_by_unique_key(admin, topic, msg_id)
-        if not messages:
-            raise ClientError(f"message {msg_id} not found")
-        click.echo("\n\n".join(message_detail(m) for m in messages))
+            messages = await find_by_unique_key(admin, topic, one)
+        return messages
+
+    async def action(admin: AdminClient) -> None:
+        for one in ids:
+            messages = await find(admin, one)
+            if group and client_id:
+                if not messages:
+                    raise ClientError(f"message {one} not found")
+                result = await admin.consume_message_directly(group.strip(), client_id.strip(),
+                                                              messages[0].offset_msg_id)
+                click.echo(direct_result_text(result), nl=False)
+            elif resend is not None:
+                if not resend:
+                    continue
+                if not messages:
+                    click.echo(f"no message. msgId={one}", nl=False)
+                    continue
+                click.echo(f"prepare resend msg. originalMsgId={one}", nl=False)
+                sent = await resend_copy(admin, messages[0])
+                click.echo(send_result_text(sent), nl=False)
+            else:
+                if not messages:
+                    raise ClientError(f"message {one} not found")
+                click.echo("\n\n".join(message_detail(m) for m in messages))
 
     run_admin(namesrv, timeout, action)
+
+
+def direct_result_text(result: dict[str, Any]) -> str:
+    """`ConsumeMessageDirectlyResult.toString()`."""
+    return (f"ConsumeMessageDirectlyResult [order={str(bool(result.get('order'))).lower()}, "
+            f"autoCommit={str(bool(result.get('autoCommit', True))).lower()}, "
+            f"consumeResult={result.get('consumeResult')}, remark={result.get('remark')}, "
+            f"spentTimeMills={int(result.get('spentTimeMills') or 0)}]")
+
+
+async def resend_copy(admin: AdminClient, msg: MessageExt) -> SendResult:
+    """`producer.send(msg)` of a viewed message: same topic, body, flag and user properties, a new UNIQ_KEY."""
+    props = {k: v for k, v in msg.properties.items() if k not in RESEND_DROPPED_PROPERTIES}
+    addr, queue = await admin.pick_write_queue(msg.topic)
+    return await admin.send_with_properties(addr, queue, bytes(msg.body), props, flag=msg.flag)
 
 
 @click.command("queryMsgByUniqueKey")
@@ -248,11 +309,7 @@ def query_msg_by_unique_key(
         if group and client_id:
             target = messages[0]
             result = await admin.consume_message_directly(group.strip(), client_id.strip(), target.offset_msg_id)
-            click.echo(
-                f"ConsumeMessageDirectlyResult [order={str(bool(result.get('order'))).lower()}, "
-                f"autoCommit={str(bool(result.get('autoCommit', True))).lower()}, "
-                f"consumeResult={result.get('consumeResult')}, remark={result.get('remark')}, "
-                f"spentTimeMills={int(result.get('spentTimeMills') or 0)}]", nl=False)
+            click.echo(direct_result_text(result), nl=False)
             return
         shown = messages[:32] if show_all else messages
         click.echo("\n\n".join(message_detail(m) for m in shown))

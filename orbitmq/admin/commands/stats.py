@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.jprint import emit_json, front, java_date, jformat, jline, json_option, mq_text
+from orbitmq.admin.jprint import emit_json, front, java_date, jformat, jline, json_option, send_result_text
 from orbitmq.admin.lookups import examine_consume_stats, query_topic_consume_by_who
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.versions import version_desc
@@ -39,13 +39,6 @@ def compute_24hour_sum(data: dict[str, Any]) -> int:
 
 def minute_tps(data: dict[str, Any]) -> float:
     return float((data.get("statsMinute") or {}).get("tps") or 0.0)
-
-
-def send_result_text(result: SendResult) -> str:
-    """`SendResult.toString()`."""
-    mq = result.message_queue
-    return (f"SendResult [sendStatus={result.status.name}, msgId={result.msg_id}, offsetMsgId={result.offset_msg_id}, "
-            f"messageQueue={mq_text(mq.topic, mq.broker_name, mq.queue_id)}, queueOffset={result.queue_offset}]")
 
 
 async def topic_detail_rows(admin: AdminClient, topic: str, active_only: bool) -> list[dict[str, Any]]:

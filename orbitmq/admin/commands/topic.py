@@ -10,7 +10,7 @@ import click
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.jprint import emit_json, front, jline, json_option, table_json
 from orbitmq.admin.lookups import query_topic_consume_by_who
-from orbitmq.admin.models import TopicConfig
+from orbitmq.admin.models import TopicConfig, TopicRouteData
 from orbitmq.admin.output import format_millis
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
@@ -44,13 +44,16 @@ def validated_topic(topic: str) -> str:
 @click.option("-p", "--perm", type=click.IntRange(0, 7), default=6, show_default=True,
               help="Permission bits: 4 read, 2 write, 1 inherit.")
 @click.option("-o", "--order", type=click.BOOL, default=False, show_default=True, help="Ordered topic (true/false).")
+@click.option("-u", "--unit", type=click.BOOL, default=False, help="is unit topic (true|false)")
+@click.option("-s", "--hasUnitSub", "has_unit_sub", type=click.BOOL, default=False, help="has unit sub (true|false)")
 @click.option("-a", "--attributes", help="Attribute changes, RocketMQ 5's form: +name=value,-name; others are "
               "kept (e.g. +duplicateDetectionWindowSeconds=120, +orbitmq.ttl.ms=60000).")
 @namesrv_option
 @timeout_option
 def update_topic(
     topic: str, broker_addr: str | None, cluster: str | None, read_queues: int, write_queues: int,
-    perm: int, order: bool, attributes: str | None, namesrv: str | None, timeout: float,
+    perm: int, order: bool, unit: bool, has_unit_sub: bool, attributes: str | None, namesrv: str | None,
+    timeout: float,
 ) -> None:
     """Create a topic or change its queue counts and permission."""
     validated_topic(topic)
@@ -61,7 +64,9 @@ def update_topic(
             merge_attributes((), attributes)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'-a' / '--attributes'") from None
-    config = TopicConfig(topic, read_queues, write_queues, perm, order=order)
+    # TopicSysFlag.buildSysFlag(unit, hasUnitSub), as RocketMQ's updateTopic -u/-s.
+    sys_flag = (names.TOPIC_FLAG_UNIT if unit else 0) | (names.TOPIC_FLAG_UNIT_SUB if has_unit_sub else 0)
+    config = TopicConfig(topic, read_queues, write_queues, perm, topic_sys_flag=sys_flag, order=order)
 
     async def action(admin: AdminClient) -> None:
         if broker_addr:
@@ -147,15 +152,38 @@ def topic_list(cluster_mode: bool, as_json: bool, namesrv: str | None, timeout: 
     run_admin(namesrv, timeout, action)
 
 
+ROUTE_LIST_FORMAT = "%-45s %-32s %-50s %-10s %-11s %-5s%n"
+
+
+def print_route_list(route: TopicRouteData) -> None:
+    """TopicRouteSubCommand.printData in list form: a line per broker, a rule, the totals."""
+    queues = {q.broker_name: q for q in route.queue_datas}
+    jline(ROUTE_LIST_FORMAT, "#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")
+    total_read = total_write = 0
+    for broker in sorted(route.broker_datas, key=lambda b: b.broker_name):
+        q = queues.get(broker.broker_name)
+        read, write, perm = (q.read_queue_nums, q.write_queue_nums, q.perm) if q else (0, 0, 0)
+        total_read += read
+        total_write += write
+        addrs = "{" + ", ".join(f"{bid}={addr}" for bid, addr in sorted(broker.broker_addrs.items())) + "}"
+        jline(ROUTE_LIST_FORMAT, broker.cluster, broker.broker_name, addrs, read, write, perm)
+    jline("%s%n", "-" * 158)
+    jline(ROUTE_LIST_FORMAT, "Total:", len(queues), "", total_read, total_write, "")
+
+
 @click.command("topicRoute")
 @topic_argument
+@click.option("-l", "--list", "as_list", is_flag=True, help="Use list format to print data")
 @namesrv_option
 @timeout_option
-def topic_route(topic: str, namesrv: str | None, timeout: float) -> None:
-    """Print a topic's route (queues per broker, broker addresses) as JSON."""
+def topic_route(topic: str, as_list: bool, namesrv: str | None, timeout: float) -> None:
+    """Print a topic's route (queues per broker, broker addresses) as JSON, or with -l as a list."""
 
     async def action(admin: AdminClient) -> None:
         route = await admin.topic_route(topic)
+        if as_list:
+            print_route_list(route)
+            return
         click.echo(json.dumps(route.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
 
     run_admin(namesrv, timeout, action)
