@@ -94,6 +94,20 @@ def set_default_tls(tls: TlsSettings | None) -> None:
     _default_tls = tls
 
 
+def default_client_options() -> dict[str, Any]:
+    """The CLI's ACL and TLS settings as client options (for the commands that run a Producer)."""
+    options: dict[str, Any] = {}
+    creds = _default_credentials
+    if creds is not None:
+        options.update(access_key=creds.access_key, secret_key=creds.secret_key,
+                       signature_version=creds.signature_version)
+        if creds.security_token:
+            options["security_token"] = creds.security_token
+    if _default_tls is not None:
+        options["tls"] = _default_tls
+    return options
+
+
 class AdminClient:
     """Admin requests against the NameServers `namesrv_addrs` and the brokers they list.
 

@@ -220,3 +220,16 @@ def test_query_msg_by_id_consumes_directly_and_resends(
     again = json.loads(ok(dev, "printMsg", "-t", TOPIC, "--json"))
     assert len(again) == len(rows) + 1 and again[-1]["body"] == "m0" and again[-1]["msgId"] != sent[0]
     assert ok(dev, "queryMsgById", "-i", offset_id, "-s", "false") == ""
+
+
+def test_send_message_m_traces_the_send(dev: DevServer) -> None:
+    """SendMessageCommand -m true: the producer has message trace on; queryMsgTraceById finds the Pub record."""
+    ok(dev, "updateTopic", "-b", dev.broker, "-t", "FlagsTrace", "-r", "1", "-w", "1")
+    out = ok(dev, "sendMessage", "-t", "FlagsTrace", "-p", "traced", "-k", "tk1", "-m", "true")
+    _head, row = out.splitlines()
+    assert row.split()[2] == "SEND_OK"
+    msg_id = row.split()[3]
+    eventually(lambda: admin(dev, "queryMsgTraceById", "-i", msg_id)[0] == 0, timeout=20,
+               message="no trace record for the send")
+    (pub,) = json.loads(ok(dev, "queryMsgTraceById", "-i", msg_id, "--json"))
+    assert (pub["type"], pub["group"], pub["success"]) == ("Pub", "TOOLS_PRODUCER", True)

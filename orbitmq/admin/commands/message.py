@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from typing import Any
 
 import click
 
-from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, AdminClient
+from orbitmq.admin.api import TOOLS_CONSUMER_GROUP, TOOLS_PRODUCER_GROUP, AdminClient, default_client_options
 from orbitmq.admin.commands.topic import validated_topic
 from orbitmq.admin.jprint import emit_json, jline, json_option, send_result_text, table_json
 from orbitmq.admin.output import format_millis, render_kv, render_table
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.times import parse_timestamp
+from orbitmq.client.message import Message
+from orbitmq.client.producer import Producer
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.results import SendResult
 from orbitmq.common import properties as mc
@@ -80,11 +83,13 @@ RESEND_DROPPED_PROPERTIES = frozenset({
 @click.option("-c", "--tags", help="Tag.")
 @click.option("-b", "--broker", "broker_name", help="Send to this broker (by name).")
 @click.option("-i", "--qid", "queue_id", type=click.IntRange(0), help="Send to this queue id.")
+@click.option("-m", "--msgTraceEnable", "trace", type=click.BOOL, default=False,
+              help="Message Trace Enable, Default: false (the send's trace goes to RMQ_SYS_TRACE_TOPIC)")
 @namesrv_option
 @timeout_option
 def send_message(
     topic: str, body: str, keys: str | None, tags: str | None, broker_name: str | None,
-    queue_id: int | None, namesrv: str | None, timeout: float,
+    queue_id: int | None, trace: bool, namesrv: str | None, timeout: float,
 ) -> None:
     """Send one message and print where it was stored."""
     validated_topic(topic)
@@ -92,7 +97,10 @@ def send_message(
 
     async def action(admin: AdminClient) -> None:
         addr, queue = await admin.pick_write_queue(topic, broker_name, queue_id)
-        result = await admin.send_message(addr, queue, body.encode("utf-8"), tags=tags, keys=key_list)
+        if trace:
+            result = await traced_send(admin, queue, Message(topic, body.encode("utf-8"), tags=tags, keys=key_list))
+        else:
+            result = await admin.send_message(addr, queue, body.encode("utf-8"), tags=tags, keys=key_list)
         mq = result.message_queue
         # SendMessageCommand's four columns, then OrbitMQ's queue offset and offset message id.
         fmt = "%-32s  %-4s  %-20s    %-32s  %-14s  %s%n"
@@ -266,6 +274,15 @@ def query_msg_by_id(
                 click.echo("\n\n".join(message_detail(m) for m in messages))
 
     run_admin(namesrv, timeout, action)
+
+
+async def traced_send(admin: AdminClient, queue: MessageQueue, msg: Message) -> SendResult:
+    """A send by a Producer with message trace on (SendMessageCommand -m true); its trace is flushed on close."""
+    async with Producer(
+        TOOLS_PRODUCER_GROUP, namesrv_addr=";".join(admin.namesrv_addrs), instance_name=f"mqadmin-{os.getpid()}",
+        enable_msg_trace=True, **default_client_options(),
+    ) as producer:
+        return await producer.send(msg, queue=queue, timeout=admin.timeout)
 
 
 def direct_result_text(result: dict[str, Any]) -> str:
