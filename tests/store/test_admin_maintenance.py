@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orbitmq.store.api import MessageStore
 from orbitmq.store.store import MANUAL_DELETE_ROUNDS, DefaultMessageStore
 from tests.store.helpers import FakeClock, message, small_config
 from tests.store.test_cleaning import FakeDisk, fill_files
@@ -44,25 +45,25 @@ async def test_manual_deletion_removes_expired_files_outside_the_delete_hour_the
         assert again.is_ok and again.append_result is not None and again.append_result.logics_offset == 0
 
 
-async def test_clean_unused_topics_spares_the_topic_table_and_system_topics(tmp_path: Path) -> None:
-    async with DefaultMessageStore(small_config(tmp_path)) as store:
-        for topic in ("Kept", "Gone", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "rmq_sys_wheel_timer"):
-            assert (await store.put_message(message(topic=topic))).is_ok
-        assert store.clean_unused_topics(["Kept"]) == 1
-        assert store.consume_queue_entries("Gone", 0, 0, 1) is None
-        for topic in ("Kept", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "rmq_sys_wheel_timer"):
-            assert store.get_max_offset_in_queue(topic, 0) == 1, topic
+async def test_clean_unused_topics_spares_the_topic_table_and_system_topics(store: MessageStore) -> None:
+    """Both stores (file and memory)."""
+    for topic in ("Kept", "Gone", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "rmq_sys_wheel_timer"):
+        assert (await store.put_message(message(topic=topic))).is_ok
+    assert store.clean_unused_topics(["Kept"]) == 1
+    assert store.consume_queue_entries("Gone", 0, 0, 1) is None
+    for topic in ("Kept", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "rmq_sys_wheel_timer"):
+        assert store.get_max_offset_in_queue(topic, 0) == 1, topic
 
 
-async def test_consume_queue_entries_are_raw_units_from_an_index(tmp_path: Path) -> None:
-    async with DefaultMessageStore(small_config(tmp_path)) as store:
-        offsets = []
-        for i in range(3):
-            result = await store.put_message(message(body=b"m%d" % i))
-            assert result.append_result is not None
-            offsets.append(result.append_result.wrote_offset)
-        entries = store.consume_queue_entries("T", 0, 1, 5)
-        assert entries is not None and [e[0] for e in entries] == offsets[1:]
-        assert all(size > 0 for _, size, _ in entries)
-        assert store.consume_queue_entries("T", 0, 3, 1) == []
-        assert store.consume_queue_entries("T", 7, 0, 1) is None
+async def test_consume_queue_entries_are_raw_units_from_an_index(store: MessageStore) -> None:
+    """Both stores (file and memory)."""
+    offsets = []
+    for i in range(3):
+        result = await store.put_message(message(body=b"m%d" % i))
+        assert result.append_result is not None
+        offsets.append(result.append_result.wrote_offset)
+    entries = store.consume_queue_entries("T", 0, 1, 5)
+    assert entries is not None and [e[0] for e in entries] == offsets[1:]
+    assert all(size > 0 for _, size, _ in entries)
+    assert store.consume_queue_entries("T", 0, 3, 1) == []
+    assert store.consume_queue_entries("T", 7, 0, 1) is None
