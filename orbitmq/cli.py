@@ -77,7 +77,10 @@ def mqbroker() -> None:
 
 
 def mqadmin() -> None:
-    _alias("mqadmin", _SUBCOMMANDS["admin"])
+    """`mqadmin`: the admin commands with RocketMQ 4.9's dispatch and exit codes (orbitmq.admin.mqadmin)."""
+    from orbitmq.admin.mqadmin import main as mqadmin_main
+
+    mqadmin_main()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """`orbitmq admin` / `mqadmin`: RocketMQ's admin commands under their RocketMQ names and flags.
 
 Every command takes `-n host:port[;host:port]` (or $NAMESRV_ADDR) and `-h`.
-Exit codes: 0 done; 1 the operation failed (unreachable peer, refusal with
-its RocketMQ code and remark, nothing found); 2 usage error (bad or missing
-flags). See `orbitmq.admin.runner`. TLS: `--tls`, `--tlsConfigFile FILE` and
+Exit codes of `orbitmq admin`: 0 done; 1 the operation failed (unreachable
+peer, refusal with its RocketMQ code and remark, nothing found); 2 usage error
+(bad or missing flags). See `orbitmq.admin.runner`. The `mqadmin` entry point
+runs the same commands with RocketMQ 4.9's exit codes (`orbitmq.admin.mqadmin`). TLS: `--tls`, `--tlsConfigFile FILE` and
 `-D tls.client.trustCertPath=ca.pem` (any client-side tls.* key, as Java's
 -D system properties) apply to every connection the command opens.
 """

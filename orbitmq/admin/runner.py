@@ -1,6 +1,7 @@
 """How every admin command runs: the `-n` option, one AdminClient, and the exit-code policy.
 
-Exit codes (the same for every command, `orbitmq admin` and `mqadmin` alike):
+Exit codes of `orbitmq admin` (the same for every command; the `mqadmin` entry point
+maps these to RocketMQ 4.9's codes, see `orbitmq.admin.mqadmin`):
 
 * 0 — the command did what it says.
 * 1 — the operation failed: no NameServer or broker answered, a peer refused
