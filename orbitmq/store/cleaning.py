@@ -107,6 +107,8 @@ class CleanService:
         #: Rounds still to run as if at deleteWhen (DELETE_EXPIRED_COMMITLOG; RocketMQ's
         #: manualDeleteFileSeveralTimes).
         self.manual_rounds = 0
+        #: Set when update_config changes clean_resource_interval (wakes `run`).
+        self._interval_changed = asyncio.Event()
 
     @property
     def disk_full(self) -> bool:
@@ -131,10 +133,15 @@ class CleanService:
         return ""
 
     async def run(self) -> None:
-        interval = self._config.clean_resource_interval / 1000.0
+        """A round every `clean_resource_interval` ms, read anew for each wait: a new interval
+        (UPDATE_BROKER_CONFIG) ends the wait under way and starts one of the new length."""
         while True:
-            await asyncio.sleep(interval)
-            await self.run_round()
+            interval = self._config.clean_resource_interval / 1000.0
+            self._interval_changed.clear()
+            try:
+                await asyncio.wait_for(self._interval_changed.wait(), timeout=interval)
+            except TimeoutError:
+                await self.run_round()
 
     async def run_round(self) -> int:
         """One periodic round: as at deleteWhen while manual rounds are left, else by the rules."""
@@ -202,8 +209,12 @@ class CleanService:
         return deleted
 
     def update_config(self, config: StoreConfig) -> None:
-        """Use new retention, watermark and pacing settings from the next round on."""
+        """Use new retention, watermark and pacing settings from the next round on, and a new
+        cleanResourceInterval from now on."""
+        interval_changed = config.clean_resource_interval != self._config.clean_resource_interval
         self._config = config
+        if interval_changed:
+            self._interval_changed.set()
 
     def _note_nothing_to_free(self, ratio: float, only_retained_left: bool) -> None:
         """Refuse puts when the disk is past the clean-forcibly ratio and all that is left is retained."""

@@ -313,6 +313,7 @@ RUNTIME_FIELDS = frozenset({
     "max_transfer_bytes_on_message_in_memory", "max_transfer_count_on_message_in_memory",
     "max_transfer_bytes_on_message_in_disk", "max_transfer_count_on_message_in_disk",
     "access_message_in_memory_max_ratio", "max_message_size", "os_page_cache_busy_timeout_mills",
+    "clean_resource_interval",
 })
 
 

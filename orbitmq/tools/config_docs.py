@@ -59,7 +59,7 @@ other words, which Java would read as false), percentages as whole numbers
 Changing keys at run time (`mqadmin updateBrokerConfig`, UPDATE_BROKER_CONFIG): broker keys
 change except those that shape listeners and the ACL check (listenPort, aclEnable, TLS, ...);
 store keys the store reads on every use change too (fileReservedTime, deleteWhen,
-diskMaxUsedSpaceRatio, deleteCommitLogFilesInterval,
+diskMaxUsedSpaceRatio, cleanResourceInterval, deleteCommitLogFilesInterval,
 destroyMapedFileIntervalForcibly, cleanFileForciblyEnable, maxTransfer*,
 accessMessageInMemoryMaxRatio, maxMessageSize, ...); the others (file sizes, folders, flush and
 role settings) are refused with a remark naming the key. After a change the broker rewrites its

@@ -246,3 +246,27 @@ async def test_deleting_commit_log_files_drops_the_epochs_that_ended_in_them(tmp
         assert await store.cleaner.clean_once(manual=True) > 0
         assert store.epochs.entries[0].epoch == 2, "epoch 1 ended below the oldest byte kept"
         assert [e.epoch for e in store.epochs.entries] == [2, 3]
+
+
+async def test_clean_resource_interval_changed_at_run_time_ends_the_wait_under_way(tmp_path: Path) -> None:
+    """cleanResourceInterval is read for each wait (RocketMQ's cleaning thread sleeps it anew each
+    round): shortening it from an hour makes the next round come at once, not an hour later."""
+    import asyncio
+    import dataclasses
+
+    config = small_config(tmp_path)  # a round an hour
+    async with DefaultMessageStore(config, disk_usage=FakeDisk(tmp_path, fixed=0.97)) as store:
+        await asyncio.sleep(0)
+        assert not store.cleaner.disk_full, "no round has run yet"
+        store.update_config(dataclasses.replace(config, clean_resource_interval=20))
+        assert store.config.clean_resource_interval == 20
+        async with asyncio.timeout(10):
+            while not store.cleaner.disk_full:  # the first round measures the disk
+                await asyncio.sleep(0.01)
+
+
+def test_update_broker_config_accepts_clean_resource_interval() -> None:
+    from orbitmq.broker.config import BrokerConfig
+
+    updated = BrokerConfig().with_properties({"cleanResourceInterval": "2000"})
+    assert updated.store.clean_resource_interval == 2000
