@@ -15,7 +15,9 @@ when that fails. Bare numeric keys come back as `int` keys, quoted ones as
 dict keys).
 
 Writing: a dict with `int` keys marks a numerically keyed map, and an
-`ObjectKeyMap` marks an object-keyed one.
+`ObjectKeyMap` marks an object-keyed one. Maps are written with their keys
+sorted, except a `JavaHashMap`, written in the order Java's `HashMap` iterates
+its keys (what fastjson prints for a `HashMap` field).
 
 * `dumps` — standard compact JSON, keys sorted (orjson; int keys quoted).
 * `dumps_legacy` — fastjson's compact form: bare numeric keys, object keys.
@@ -29,12 +31,54 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from orbitmq.common.hashing import java_string_hash
 from orbitmq.common.lenientjson import JsonBodyError, JsonValue, ObjectKeyMap, parse
+
+
+class JavaHashMap(dict[Any, Any]):
+    """A map the fastjson writers print in `java.util.HashMap`'s iteration order.
+
+    `JavaHashMap.of(pairs)` orders the entries as a default-sized HashMap holding them
+    (inserted in the given order) iterates them: by bucket `(h ^ h >>> 16) & (capacity - 1)`,
+    then by insertion, with the capacity grown by doubling from 16 past 0.75 load. Keys are
+    str (`String.hashCode`) or int (`Long.hashCode`).
+    """
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[Any, Any]]) -> JavaHashMap:
+        items = list(dict(pairs).items())
+        return cls(items[i] for i in java_hash_order([k for k, _ in items]))
+
+
+def java_hash_order(keys: Sequence[Any], hash_of: Callable[[Any], int] | None = None) -> list[int]:
+    """Indexes of distinct `keys` (inserted in this order) in the order a default-sized
+    `java.util.HashMap`/`HashSet` iterates them; `hash_of` gives a key's Java `hashCode()`
+    (default: `String.hashCode` for str, `Long.hashCode` for int)."""
+    hash_fn = hash_of or _java_key_hash
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(i: int) -> int:
+        h = hash_fn(keys[i]) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(range(len(keys)), key=lambda i: (bucket(i), i))
+
+
+def _java_key_hash(key: Any) -> int:
+    if isinstance(key, str):
+        return java_string_hash(key)
+    if isinstance(key, int) and not isinstance(key, bool):
+        value = key & 0xFFFFFFFFFFFFFFFF
+        return (value ^ (value >> 32)) & 0xFFFFFFFF  # Long.hashCode
+    raise TypeError(f"cannot order a {type(key).__name__} key as Java's HashMap does")
+
 
 # --- reading ----------------------------------------------------------------------
 
@@ -175,6 +219,8 @@ def _scalar(obj: Any, quote: Callable[[str], str]) -> str:
 
 def _sorted_items(mapping: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
     items = [(k, v) for k, v in mapping.items() if v is not None]
+    if isinstance(mapping, JavaHashMap):
+        return items
     # Bean fields are alphabetical in fastjson; map order is free, so sorting
     # keeps output deterministic. Numeric keys sort numerically.
     items.sort(key=lambda kv: (0, kv[0], "") if isinstance(kv[0], int) else (1, 0, str(kv[0])))
@@ -297,6 +343,7 @@ def _write_pretty(obj: Any, out: list[str], indent: int) -> None:
 
 
 __all__ = [
+    "JavaHashMap",
     "JsonBodyError",
     "ObjectKeyMap",
     "dumps",
@@ -304,6 +351,7 @@ __all__ = [
     "dumps_pretty",
     "dumps_route_standard",
     "int_keys",
+    "java_hash_order",
     "loads",
     "object_key_items",
 ]

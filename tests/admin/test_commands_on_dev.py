@@ -74,7 +74,7 @@ def test_update_topic_on_a_cluster_creates_a_topic_the_namesrv_routes(dev: DevSe
     out = ok(dev, "updateTopic", "-c", cluster, "-t", "AdminRouted", "-r", "4", "-w", "4")
     assert f"create topic to {dev.broker_addr} success." in out
     eventually(lambda: admin(dev, "topicRoute", "-t", "AdminRouted")[0] == 0, timeout=15)
-    route = json.loads(ok(dev, "topicRoute", "-t", "AdminRouted"))
+    route = json.loads(ok(dev, "topicRoute", "-t", "AdminRouted", "--json"))
     assert route["queueDatas"] == [
         {"brokerName": dev.broker_name, "perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}
     ]

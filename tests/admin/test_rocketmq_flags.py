@@ -198,7 +198,8 @@ def test_topic_route_list_and_update_topic_unit_flags(dev: DevServer) -> None:
     out = ok(dev, "updateTopic", "-b", dev.broker, "-t", "FlagsUnit", "-r", "2", "-w", "3", "-u", "true", "-s", "true")
     assert "topicSysFlag=3" in out
     eventually(lambda: admin(dev, "topicRoute", "-t", "FlagsUnit")[0] == 0, timeout=15)
-    assert json.loads(ok(dev, "topicRoute", "-t", "FlagsUnit"))["queueDatas"][0]["topicSysFlag"] == 3
+    assert json.loads(ok(dev, "topicRoute", "-t", "FlagsUnit", "--json"))["queueDatas"][0]["topicSysFlag"] == 3
+    assert f'\t\t\t"brokerAddrs":{{0:"{dev.broker}"\n\t\t\t}},\n' in ok(dev, "topicRoute", "-t", "FlagsUnit")
     lines = ok(dev, "topicRoute", "-t", "FlagsUnit", "-l").splitlines()
     fmt = "%-45s %-32s %-50s %-10s %-11s %-5s"
     assert lines[0] == fmt % ("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")

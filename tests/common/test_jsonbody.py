@@ -195,3 +195,19 @@ def test_non_utf8_bodies_are_rejected_cleanly() -> None:
 def test_standard_writer_refuses_object_keyed_maps_rather_than_writing_pairs() -> None:
     with pytest.raises(TypeError):
         dumps({"offsetTable": ObjectKeyMap([({"topic": "T"}, 1)])})
+
+
+def test_java_hash_map_is_written_in_javas_iteration_order() -> None:
+    """fastjson prints a HashMap in its iteration order; these orders come from java.util.HashMap
+    (22 String keys, so the table has grown to 32 buckets; Long keys, one past 32 bits)."""
+    from orbitmq.common.jsonbody import JavaHashMap
+
+    keys = ["192.168.0.2", "10.0.0.1", "127.0.0.1", *"abcdefghijklmnopq", "10.1.1.1", "10.1.1.2"]
+    assert list(JavaHashMap.of((k, 1) for k in keys)) == [
+        "192.168.0.2", "a", "b", "10.1.1.2", "c", "10.1.1.1", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
+        "n", "o", "p", "q", "10.0.0.1", "127.0.0.1"]
+    longs = JavaHashMap.of((k, "v") for k in [1, 0, 17, 16, 5, 100000000000])
+    assert list(longs) == [0, 16, 1, 17, 100000000000, 5]
+    assert dumps_legacy({"m": JavaHashMap.of([("c2", 1), ("c1", 2)])}) == b'{"m":{"c1":2,"c2":1}}'
+    # 17 and 1 share bucket 1 of 16: insertion order
+    assert dumps_legacy({"m": JavaHashMap.of([(17, "x"), (1, "y")])}) == b'{"m":{17:"x",1:"y"}}'

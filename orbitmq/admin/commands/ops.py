@@ -6,8 +6,6 @@ cleanUnusedTopic, deleteExpiredCommitLog.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from orbitmq.admin.api import AdminClient
@@ -16,6 +14,9 @@ from orbitmq.admin.jprint import emit_json, jline, json_option
 from orbitmq.admin.models import TopicConfig
 from orbitmq.admin.runner import OperationFailed, namesrv_option, run_admin, split_namesrv, timeout_option
 from orbitmq.client.allocate import Averagely
+from orbitmq.client.queue import MessageQueue
+from orbitmq.common import jsonbody
+from orbitmq.common.hashing import java_string_hash
 from orbitmq.errors import ClientError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode
 
@@ -117,6 +118,18 @@ def update_order_conf(topic: str, order_conf: str | None, method: str, namesrv: 
     run_admin(namesrv, timeout, action)
 
 
+def mq_hash_code(mq: MessageQueue) -> int:
+    """`MessageQueue.hashCode()`."""
+    h = 31 + java_string_hash(mq.broker_name)
+    h = 31 * h + mq.queue_id
+    return (31 * h + java_string_hash(mq.topic)) & 0xFFFFFFFF
+
+
+def hash_set_order(queues: list[MessageQueue]) -> list[MessageQueue]:
+    """The queues as the HashSet of `MQClientInstance.topicRouteData2TopicSubscribeInfo` iterates them."""
+    return [queues[i] for i in jsonbody.java_hash_order(queues, mq_hash_code)]
+
+
 @click.command("allocateMQ")
 @click.option("-t", "--topic", required=True, help="topic name")
 @click.option("-i", "--ipList", "ip_list", required=True, help="ipList")
@@ -129,10 +142,12 @@ def allocate_mq(topic: str, ip_list: str, namesrv: str | None, timeout: float) -
 
     async def action(admin: AdminClient) -> None:
         route = await admin.topic_route(topic)
-        queues = sorted(route.read_queues(topic))
-        result = {ip: [q.to_json() for q in Averagely().allocate("aa", ip, queues, ips)] for ip in ips}
-        # RebalanceResult as RemotingSerializable.toJson(rr, false) writes it.
-        click.echo(json.dumps({"result": result}, separators=(",", ":"), ensure_ascii=False))
+        queues = hash_set_order(route.read_queues(topic))
+        result = jsonbody.JavaHashMap.of(
+            (ip, [q.to_json() for q in Averagely().allocate("aa", ip, queues, ips)]) for ip in ips)
+        # RebalanceResult as RemotingSerializable.toJson(rr, false) writes it: fastjson's compact
+        # form, `result` a HashMap in its iteration order, MessageQueue fields alphabetical.
+        jline("%s%n", jsonbody.dumps_legacy({"result": result}).decode())
 
     run_admin(namesrv, timeout, action)
 

@@ -14,7 +14,7 @@ from orbitmq.admin.models import TopicConfig, TopicRouteData
 from orbitmq.admin.output import format_millis
 from orbitmq.admin.runner import F, namesrv_option, run_admin, timeout_option
 from orbitmq.client.validation import check_topic
-from orbitmq.common import names
+from orbitmq.common import jsonbody, names
 from orbitmq.common.topic_config import merge_attributes
 from orbitmq.errors import MessageValidationError, OrbitMQError, TopicNotExist
 
@@ -171,20 +171,34 @@ def print_route_list(route: TopicRouteData) -> None:
     jline(ROUTE_LIST_FORMAT, "Total:", len(queues), "", total_read, total_write, "")
 
 
+def route_fastjson(route: TopicRouteData) -> str:
+    """`TopicRouteData.toJson(true)`: fastjson's pretty form, bean fields in alphabetical order,
+    each `brokerAddrs` a HashMap<Long, String> with bare numeric keys in HashMap order."""
+    value = route.to_json()
+    value["brokerDatas"] = [
+        {**b, "brokerAddrs": jsonbody.JavaHashMap.of(b["brokerAddrs"].items())} for b in value["brokerDatas"]
+    ]
+    return jsonbody.dumps_pretty(value).decode()
+
+
 @click.command("topicRoute")
 @topic_argument
 @click.option("-l", "--list", "as_list", is_flag=True, help="Use list format to print data")
+@json_option
 @namesrv_option
 @timeout_option
-def topic_route(topic: str, as_list: bool, namesrv: str | None, timeout: float) -> None:
-    """Print a topic's route (queues per broker, broker addresses) as JSON, or with -l as a list."""
+def topic_route(topic: str, as_list: bool, as_json: bool, namesrv: str | None, timeout: float) -> None:
+    """Print a topic's route (queues per broker, broker addresses) as RocketMQ prints it (fastjson's
+    pretty form), with -l as a list, with --json as standard JSON."""
 
     async def action(admin: AdminClient) -> None:
         route = await admin.topic_route(topic)
         if as_list:
             print_route_list(route)
-            return
-        click.echo(json.dumps(route.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+        elif as_json:
+            click.echo(json.dumps(route.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+        else:
+            jline("%s%n", route_fastjson(route))
 
     run_admin(namesrv, timeout, action)
 
