@@ -73,7 +73,8 @@ ROCKETMQ_COMMANDS: tuple[MqadminCommand, ...] = (
        "GET_ALL_TOPIC_LIST_FROM_NAMESERVER GET_CONSUME_STATS GET_CONSUMER_CONNECTION_LIST GET_CONSUMER_RUNNING_INFO",
        listing=True, note="-s shows each queue's client IP; without -g, a line per group"),
     _c("consumerStatus", "ConsumerStatusSubCommand", "GET_CONSUMER_CONNECTION_LIST GET_CONSUMER_RUNNING_INFO",
-       listing=True, note="-s asks for the clients' thread stacks"),
+       listing=True, note="-s asks for the clients' thread stacks; without -i each client's "
+       "formatString() goes to the file <now-ms>/<clientId>, as RocketMQ writes it"),
     _c("cloneGroupOffset", "CloneGroupOffsetCommand", "GET_CONSUME_STATS UPDATE_CONSUMER_OFFSET",
        note="progress bar on a terminal"),
     _c("producer", "ProducerSubCommand", "GET_ALL_PRODUCER_INFO", listing=True),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,22 +28,39 @@ def live(dev: DevServer) -> Iterator[ConsumerThread]:
         consumer.stop()
 
 
-def test_consumer_status_lists_each_client_then_details_one(dev: DevServer, live: ConsumerThread) -> None:
+def test_consumer_status_files_each_clients_info_then_details_one(
+        dev: DevServer, live: ConsumerThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ConsumerStatusSubCommand: without -i, each client's formatString() goes to <now>/<clientId>
+    in the current directory and a line names the file; with -i, formatString() is printed."""
     for i in range(4):
         ok(dev, "sendMessage", "-t", TOPIC, "-p", f"status-{i}", "-b", dev.broker_name, "-i", str(i % 2))
     eventually(lambda: live.count() >= 4, timeout=20, message="the consumer did not get the 4 messages")
 
-    clients = table(ok(dev, "consumerStatus", "-g", GROUP))
+    clients = json.loads(ok(dev, "consumerStatus", "-g", GROUP, "--json"))
     assert len(clients) == 1
-    assert (clients[0]["Consume Type"], clients[0]["Orderly"], clients[0]["Queues"]) == ("CONSUME_PASSIVELY", "false", "3")
+    assert (clients[0]["Consume Type"], clients[0]["Orderly"], clients[0]["Queues"]) == ("CONSUME_PASSIVELY", "false", 3)
+    client_id = clients[0]["ClientId"]
 
-    detail = ok(dev, "consumerStatus", "-g", GROUP, "-i", clients[0]["ClientId"])
-    assert "PROP_NAMESERVER_ADDR" in detail and f"{dev.namesrv};" in detail
-    offsets = table(detail.split("#Consumer Offset#\n")[1])
-    assert sorted(r["Consumer Offset"] for r in offsets if r["Topic"] == TOPIC) == ["2", "2"]
-    status = table(detail.split("#Consumer RT&TPS#\n")[1])
-    assert {r["Topic"] for r in status} == {TOPIC, f"%RETRY%{GROUP}"}
-    assert [r["ConsumeFailed Msgs"] for r in status if r["Topic"] == TOPIC] == ["0"]
+    monkeypatch.chdir(tmp_path)
+    lines = ok(dev, "consumerStatus", "-g", GROUP).split("\n")
+    header = "%-10s %-40s %-20s %s"
+    assert lines[0] == header % ("#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")
+    index, listed_id, version, path = lines[1].split()
+    assert (index, listed_id) == ("1", client_id) and re.fullmatch(r"V\d+_\d+_\d+(_SNAPSHOT)?|HIGHER_VERSION", version)
+    assert re.fullmatch(r"\d{13}/" + re.escape(client_id), path)
+    assert lines[2:6] == ["", "", "Same subscription in the same group of consumer", ""]
+    assert lines[6] == "Rebalance OK"
+    filed = (tmp_path / path).read_text()
+
+    detail = ok(dev, "consumerStatus", "-g", GROUP, "-i", client_id)
+    for text in (filed, detail):
+        assert text.startswith("#Consumer Properties#\n")
+        assert re.search(r"^PROP_NAMESERVER_ADDR +: " + re.escape(dev.namesrv), text, re.MULTILINE)
+        offsets = text.split("#Consumer Offset#\n")[1].split("\n\n")[0].splitlines()[1:]
+        assert sorted(line.split()[3] for line in offsets if line.split()[0] == TOPIC) == ["2", "2"]
+        status = text.split("#Consumer RT&TPS#\n")[1].splitlines()[1:]
+        assert {line.split()[0] for line in status} == {TOPIC, f"%RETRY%{GROUP}"}
+        assert [line.split()[-1] for line in status if line.split()[0] == TOPIC] == ["0"]
 
 
 def test_consume_message_directly_prints_the_listeners_verdict(dev: DevServer, live: ConsumerThread) -> None:

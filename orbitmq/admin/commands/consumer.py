@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from typing import Any
 
 import click
 
-from orbitmq.admin import wire
+from orbitmq.admin import running_text, wire
 from orbitmq.admin.api import AdminClient
 from orbitmq.admin.jprint import emit_json, front, java_date, jformat, jline, json_option, table_json
 from orbitmq.admin.lookups import examine_consume_stats
 from orbitmq.admin.models import OffsetWrapper, SubscriptionGroupConfig
-from orbitmq.admin.output import format_millis, render_kv, render_table
+from orbitmq.admin.output import render_kv
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
 from orbitmq.admin.versions import version_desc
 from orbitmq.client.queue import MessageQueue
@@ -346,40 +348,45 @@ async def _running_info(admin: AdminClient, group: str, client_id: str, jstack: 
     raise refusal
 
 
-def _running_info_text(info: dict[str, Any]) -> str:
-    """ConsumerRunningInfo as readable blocks: properties, subscriptions, queues, per-topic status."""
-    props = info.get("properties") or {}
-    subs = [(s.get("topic"), s.get("subString"), s.get("subVersion")) for s in info.get("subscriptionSet") or []]
-    queues = [
-        (mq.topic, mq.broker_name, mq.queue_id, q.get("commitOffset"), q.get("cachedMsgCount"),
-         q.get("cachedMsgMinOffset"), q.get("cachedMsgMaxOffset"), str(q.get("locked", False)).lower(),
-         format_millis(int(q.get("lastPullTimestamp") or 0)), format_millis(int(q.get("lastConsumeTimestamp") or 0)))
-        for mq, q in sorted(wire.queue_keyed(info.get("mqTable")), key=lambda e: e[0])
-    ]
-    status = [
-        (topic, f"{float(s.get('pullRT', 0)):.2f}", f"{float(s.get('pullTPS', 0)):.2f}",
-         f"{float(s.get('consumeRT', 0)):.2f}", f"{float(s.get('consumeOKTPS', 0)):.2f}",
-         f"{float(s.get('consumeFailedTPS', 0)):.2f}", s.get("consumeFailedMsgs", 0))
-        for topic, s in sorted((info.get("statusTable") or {}).items())
-    ]
-    blocks = [
-        "#Consumer Properties#\n" + render_kv(props, sort=True),
-        "#Consumer Subscription#\n" + render_table(["Topic", "SubExpression", "SubVersion"], subs),
-        "#Consumer Offset#\n" + render_table(
-            ["Topic", "Broker Name", "QID", "Consumer Offset", "Cached", "Cached Min", "Cached Max", "Locked",
-             "Last Pull", "Last Consume"], queues),
-        "#Consumer RT&TPS#\n" + render_table(
-            ["Topic", "Pull RT", "Pull TPS", "Consume RT", "ConsumeOK TPS", "ConsumeFailed TPS",
-             "ConsumeFailed Msgs"], status),
-    ]
-    if info.get("jstack"):
-        blocks.append("#Consumer jstack#\n" + str(info["jstack"]))
-    return "\n\n".join(blocks)
+def _write_text(path: str, text: str) -> None:
+    """`MixAll.string2FileNotSafe`: make the parent folders, write the file."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+async def _status_files(admin: AdminClient, group: str, connections: Any, jstack: bool) -> None:
+    """ConsumerStatusSubCommand without -i: each client's running info to `<now>/<clientId>`."""
+    now = int(time.time() * 1000)
+    infos: dict[str, dict[str, Any]] = {}
+    jline("%-10s %-40s %-20s %s%n", "#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")
+    for c in connections:
+        try:
+            info = await _running_info(admin, group, c.client_id, jstack)
+            path = f"{now}/{c.client_id}"
+            await asyncio.to_thread(_write_text, path, running_text.format_string(info))
+        except (OrbitMQError, OSError) as exc:  # RocketMQ prints the stack trace and goes on
+            click.echo(f"error: {c.client_id}: {exc}", err=True)
+            continue
+        infos[c.client_id] = info
+        jline("%-10d %-40s %-20s %s%n", len(infos), c.client_id, version_desc(c.version), path)
+    if not infos:
+        return
+    now = int(time.time() * 1000)
+    if running_text.analyze_subscription(infos, now):
+        jline("%n%nSame subscription in the same group of consumer")
+        jline("%n%nRebalance %s%n", "OK")
+        for client_id in sorted(infos):
+            jline("%s", running_text.analyze_process_queue(client_id, infos[client_id], now))
+    else:
+        jline("%n%nWARN: Different subscription in the same group of consumer!!!")
 
 
 @click.command("consumerStatus")
 @click.option("-g", "--consumerGroup", "group", required=True, help="Consumer group.")
-@click.option("-i", "--clientId", "client_id", help="Only this client; without it, a line per online client.")
+@click.option("-i", "--clientId", "client_id",
+              help="Print this client's running info; without it, each online client's goes to the file "
+              "<now-ms>/<clientId> under the current directory.")
 @click.option("-s", "--jstackEnable", "jstack", is_flag=True, help="Include the client's thread stacks.")
 @click.option("-b", "--brokerAddr", "broker_addr", help="broker address (default: one of the group's brokers)")
 @json_option
@@ -389,7 +396,13 @@ def consumer_status(
     group: str, client_id: str | None, jstack: bool, broker_addr: str | None, as_json: bool, namesrv: str | None,
     timeout: float,
 ) -> None:
-    """What the consumers of a group report about themselves (GET_CONSUMER_RUNNING_INFO)."""
+    """What the consumers of a group report about themselves (GET_CONSUMER_RUNNING_INFO).
+
+    As ConsumerStatusSubCommand: with -i, that client's `ConsumerRunningInfo.formatString()`;
+    without it, each client's goes to the file `<now-ms>/<clientId>`, a line per client names
+    the file, then the subscription and process-queue checks. `--json`: the info (with -i) or
+    a row per client, nothing written.
+    """
     validated_group(group)
 
     async def action(admin: AdminClient) -> None:
@@ -399,12 +412,15 @@ def consumer_status(
             emit_json(info)
             return
         if client_id:
-            click.echo(_running_info_text(await _running_info(admin, group, client_id, jstack)))
+            jline("%s", running_text.format_string(await _running_info(admin, group, client_id.strip(), jstack)))
             return
         brokers = {broker_addr: broker_addr.strip()} if broker_addr else await group_brokers(admin, group)
         if not brokers:
             raise ClientError("no master broker is registered with the NameServer")
         conn = await admin.consumer_connection(next(iter(brokers.values())), group)
+        if not as_json:
+            await _status_files(admin, group, conn.connections, jstack)
+            return
         rows = []
         for c in conn.connections:
             info = await _running_info(admin, group, c.client_id, False)
@@ -412,10 +428,7 @@ def consumer_status(
             rows.append((c.client_id, c.version, props.get("PROP_CONSUME_TYPE"), props.get("PROP_CONSUMEORDERLY"),
                          len(wire.queue_keyed(info.get("mqTable"))), props.get("PROP_CLIENT_VERSION")))
         headers = ["ClientId", "Version", "Consume Type", "Orderly", "Queues", "Client Version"]
-        if as_json:
-            emit_json(table_json(headers, rows))
-            return
-        click.echo(render_table(headers, rows))
+        emit_json(table_json(headers, rows))
 
     run_admin(namesrv, timeout, action)
 
