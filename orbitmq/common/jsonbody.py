@@ -50,18 +50,22 @@ class JavaHashMap(dict[Any, Any]):
     """
 
     @classmethod
-    def of(cls, pairs: Iterable[tuple[Any, Any]]) -> JavaHashMap:
+    def of(cls, pairs: Iterable[tuple[Any, Any]], concurrent: bool = False) -> JavaHashMap:
         items = list(dict(pairs).items())
-        return cls(items[i] for i in java_hash_order([k for k, _ in items]))
+        return cls(items[i] for i in java_hash_order([k for k, _ in items], concurrent=concurrent))
 
 
-def java_hash_order(keys: Sequence[Any], hash_of: Callable[[Any], int] | None = None) -> list[int]:
+def java_hash_order(
+    keys: Sequence[Any], hash_of: Callable[[Any], int] | None = None, concurrent: bool = False,
+) -> list[int]:
     """Indexes of distinct `keys` (inserted in this order) in the order a default-sized
     `java.util.HashMap`/`HashSet` iterates them; `hash_of` gives a key's Java `hashCode()`
-    (default: `String.hashCode` for str, `Long.hashCode` for int)."""
+    (default: `String.hashCode` for str, `Long.hashCode` for int). `concurrent`: a
+    `ConcurrentHashMap`'s bucket order (it doubles its table once it holds 0.75 of it, not more);
+    keys sharing a bucket are taken in insertion order."""
     hash_fn = hash_of or _java_key_hash
     capacity = 16
-    while len(keys) > capacity * 3 // 4:
+    while len(keys) > capacity * 3 // 4 or (concurrent and len(keys) >= capacity * 3 // 4):
         capacity *= 2
 
     def bucket(i: int) -> int:

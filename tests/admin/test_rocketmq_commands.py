@@ -229,6 +229,17 @@ def test_exports_write_rocketmq_json_files(dev: DevServer, topic: str, tmp_path:
     ok(dev, "exportMetrics", "-c", "DefaultCluster", "-f", str(tmp_path))
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert set(metrics["evaluateReport"][dev.broker_name]) == {"runtimeEnv", "runtimeQuota", "runtimeVersion"}
+    # fastjson prints the commands' HashMaps and Properties in Java's iteration order (these
+    # orders are what java.util.HashMap and Hashtable, Java 8's Properties, gave for these keys).
+    assert list(meta) == ["exportTime", "topicConfigTable", "subscriptionGroupTable"]
+    assert list(configs) == ["clusterScale", "brokerConfigs"]
+    assert list(configs["clusterScale"]) == ["namesrvSize", "slaveBrokerSize", "masterBrokerSize"]
+    assert list(configs["brokerConfigs"][dev.broker_name]) == [
+        "flushDiskType", "brokerName", "autoCreateTopicEnable", "brokerClusterName", "traceTopicEnable", "traceOn",
+        "brokerRole", "messageDelayLevel", "fileReservedTime", "msgTraceTopicName", "useTLS", "filterServerNums",
+        "brokerId", "slaveReadEnable", "autoCreateSubscriptionGroup", "maxMessageSize"]
+    assert list(metrics) == ["totalData", "evaluateReport"]
+    assert list(metrics["evaluateReport"][dev.broker_name]) == ["runtimeVersion", "runtimeQuota", "runtimeEnv"]
 
 
 def test_start_monitoring_reports_undone_messages_per_group(dev: DevServer, topic: str) -> None:

@@ -211,3 +211,19 @@ def test_java_hash_map_is_written_in_javas_iteration_order() -> None:
     assert dumps_legacy({"m": JavaHashMap.of([("c2", 1), ("c1", 2)])}) == b'{"m":{"c1":2,"c2":1}}'
     # 17 and 1 share bucket 1 of 16: insertion order
     assert dumps_legacy({"m": JavaHashMap.of([(17, "x"), (1, "y")])}) == b'{"m":{17:"x",1:"y"}}'
+
+
+def test_java_concurrent_hash_map_order_grows_its_table_one_entry_earlier() -> None:
+    """fastjson reads a ConcurrentMap field (TopicConfigSerializeWrapper.topicConfigTable) into a
+    ConcurrentHashMap; with 12 keys its table has 32 buckets where a HashMap's has 16. Orders
+    printed by java.util.concurrent.ConcurrentHashMap and java.util.HashMap."""
+    from orbitmq.common.jsonbody import JavaHashMap
+
+    keys = ["TopicA", "TopicB", "TopicC", "orders", "payments", "TBW102", "BenchmarkTest", "SELF_TEST_TOPIC",
+            "OFFSET_MOVED_EVENT", "rmq_sys_TRACE_DATA", "DefaultCluster", "broker-a"]
+    assert list(JavaHashMap.of(((k, 1) for k in keys), concurrent=True)) == [
+        "payments", "BenchmarkTest", "OFFSET_MOVED_EVENT", "TBW102", "SELF_TEST_TOPIC", "DefaultCluster", "TopicC",
+        "TopicB", "TopicA", "orders", "broker-a", "rmq_sys_TRACE_DATA"]
+    assert list(JavaHashMap.of((k, 1) for k in keys)) == [
+        "TopicC", "TopicB", "TopicA", "payments", "BenchmarkTest", "OFFSET_MOVED_EVENT", "orders", "TBW102",
+        "broker-a", "SELF_TEST_TOPIC", "rmq_sys_TRACE_DATA", "DefaultCluster"]

@@ -16,6 +16,7 @@ from orbitmq.admin.commands.stats import TOPIC_PUT_NUMS, compute_24hour_sum, min
 from orbitmq.admin.jprint import Progress, jformat, jline
 from orbitmq.admin.lookups import examine_consume_stats
 from orbitmq.admin.runner import namesrv_option, run_admin, timeout_option
+from orbitmq.admin.running_text import hashtable_order
 from orbitmq.admin.versions import version_desc
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common import jsonbody, names
@@ -38,7 +39,7 @@ async def user_topic_config(admin: AdminClient, addr: str, special_topic: bool) 
         if name not in system
         and (special_topic or not name.startswith((names.RETRY_GROUP_TOPIC_PREFIX, names.DLQ_GROUP_TOPIC_PREFIX)))
     }
-    return dict(wrapper, topicConfigTable=dict(sorted(table.items())))
+    return dict(wrapper, topicConfigTable=jsonbody.JavaHashMap.of(sorted(table.items()), concurrent=True))
 
 
 async def user_subscription_groups(admin: AdminClient, addr: str) -> dict[str, Any]:
@@ -48,7 +49,24 @@ async def user_subscription_groups(admin: AdminClient, addr: str) -> dict[str, A
         name: config for name, config in (wrapper.get("subscriptionGroupTable") or {}).items()
         if not name.startswith(names.CID_RMQ_SYS_PREFIX)
     }
-    return dict(wrapper, subscriptionGroupTable=dict(sorted(table.items())))
+    return dict(wrapper, subscriptionGroupTable=jsonbody.JavaHashMap.of(sorted(table.items()), concurrent=True))
+
+
+def java_maps(value: Any) -> Any:
+    """Every map in `value` as the HashMap it is in RocketMQ's exports (fastjson prints a map in
+    its iteration order), every set as a HashSet; for values that hold no beans."""
+    if isinstance(value, dict):
+        return jsonbody.JavaHashMap.of((k, java_maps(v)) for k, v in value.items())
+    if isinstance(value, (set, frozenset)):
+        items = sorted(value)
+        return [items[i] for i in jsonbody.java_hash_order(items)]
+    return value
+
+
+def properties_map(props: dict[str, str]) -> jsonbody.JavaHashMap:
+    """A `java.util.Properties` (Java 8: a Hashtable) filled in this order, in its iteration order."""
+    keys = list(props)
+    return jsonbody.JavaHashMap((keys[i], props[keys[i]]) for i in hashtable_order(keys))
 
 
 def write_export(path: str, value: Any) -> None:
@@ -112,19 +130,20 @@ def export_metadata(
                         merged["retryQueueNums"] = int(known.get("retryQueueNums", 0)) + int(config.get("retryQueueNums", 0))
                     groups[name] = merged
                 bar.advance()
+        # ExportMetadataCommand's maps are HashMaps; the configs in them are beans (fields sorted).
         result: dict[str, Any] = {}
         if only_topics:
-            result["topicConfigTable"] = dict(sorted(topics.items()))
+            result["topicConfigTable"] = jsonbody.JavaHashMap.of(topics.items())
             path = os.path.join(file_path, "topic.json")
         elif only_groups:
-            result["subscriptionGroupTable"] = dict(sorted(groups.items()))
+            result["subscriptionGroupTable"] = jsonbody.JavaHashMap.of(groups.items())
             path = os.path.join(file_path, "subscriptionGroup.json")
         else:
-            result["topicConfigTable"] = dict(sorted(topics.items()))
-            result["subscriptionGroupTable"] = dict(sorted(groups.items()))
+            result["topicConfigTable"] = jsonbody.JavaHashMap.of(topics.items())
+            result["subscriptionGroupTable"] = jsonbody.JavaHashMap.of(groups.items())
             path = os.path.join(file_path, "metadata.json")
         result["exportTime"] = int(time.time() * 1000)
-        write_export(path, result)
+        write_export(path, jsonbody.JavaHashMap.of(result.items()))
         jline("export %s success%n", path)
 
     run_admin(namesrv, timeout, action)
@@ -160,15 +179,16 @@ def export_configs(cluster: str, file_path: str, namesrv: str | None, timeout: f
                     props = await admin.broker_config(master)
                     masters += 1
                     slaves += sum(1 for bid in data.broker_addrs if bid != 0)
-                    configs[props.get("brokerName", data.broker_name)] = {
+                    configs[props.get("brokerName", data.broker_name)] = properties_map({
                         k: props[k] for k in EXPORTED_BROKER_KEYS if k in props
-                    }
+                    })
                 bar.advance()
-        result = {
-            "brokerConfigs": configs,
-            "clusterScale": {"namesrvSize": len(admin.namesrv_addrs), "masterBrokerSize": masters,
-                             "slaveBrokerSize": slaves},
-        }
+        result = jsonbody.JavaHashMap.of([
+            ("brokerConfigs", jsonbody.JavaHashMap.of(configs.items())),
+            ("clusterScale", jsonbody.JavaHashMap.of([
+                ("namesrvSize", len(admin.namesrv_addrs)), ("masterBrokerSize", masters),
+                ("slaveBrokerSize", slaves)])),
+        ])
         path = os.path.join(file_path.strip(), "configs.json")
         write_export(path, result)
         jline("export %s success", path)
@@ -245,11 +265,11 @@ def export_metrics(cluster: str, file_path: str, namesrv: str | None, timeout: f
                         "tps": tps, "oneDayNum": day, "messageAverageSize": kv.get("putMessageAverageSize"),
                         "topicSize": len(topics), "groupSize": len(groups),
                     },
-                    "runtimeVersion": {"rocketmqVersion": "V4_9_7", "clientInfo": sorted(clients)},
+                    "runtimeVersion": {"rocketmqVersion": "V4_9_7", "clientInfo": clients},
                 }
         result = {"evaluateReport": report, "totalData": {"totalTps": total_tps, "totalOneDayNum": total_day}}
         path = os.path.join(file_path.strip(), "metrics.json")
-        write_export(path, result)
+        write_export(path, java_maps(result))  # ExportMetricsCommand builds only HashMaps and a HashSet
         jline("export %s success", path)
 
     run_admin(namesrv, timeout, action)
