@@ -2,6 +2,7 @@
 
 * TopicRouteSubCommand.printData: `topicRouteData.toJson(true)` (fastjson PrettyFormat: tabs,
   bean fields alphabetical, `brokerAddrs` a HashMap<Long, String> with bare numeric keys).
+* QueryConsumeQueueCommand: the SubscriptionData bean, its sets in HashSet order.
 * AllocateMQSubCommand: `RemotingSerializable.toJson(rr, false)` of a RebalanceResult whose
   `result` is a HashMap<String, List<MessageQueue>>, the queues taken from the HashSet that
   `MQClientInstance.topicRouteData2TopicSubscribeInfo` builds (so in that HashSet's order).
@@ -50,3 +51,15 @@ def test_allocate_mq_takes_the_queues_in_the_hash_sets_order() -> None:
     java = ("broker-a/7, broker-a/6, broker-b/7, broker-a/3, broker-b/4, broker-a/2, broker-b/3, broker-a/5, "
             "broker-b/6, broker-a/4, broker-b/5, broker-b/0, broker-a/1, broker-b/2, broker-a/0, broker-b/1")
     assert ", ".join(f"{q.broker_name}/{q.queue_id}" for q in hash_set_order(queues)) == java
+
+
+def test_query_cq_prints_the_subscriptions_sets_in_hash_set_order() -> None:
+    """QueryConsumeQueueCommand prints `JSON.toJSONString(subscriptionData, true)`: tagsSet is a
+    HashSet<String>, codeSet a HashSet<Integer> (a negative hash code included here)."""
+    from orbitmq.admin.commands.browse import subscription_java_sets
+    from orbitmq.common.hashing import java_string_hash
+
+    tags = ["TagC", "TagA", "TagB", "order", "pay", "OrderCreatedEvent", "polygenelubricants"]
+    out = subscription_java_sets({"tagsSet": tags, "codeSet": [java_string_hash(t) for t in tags]})
+    assert out["tagsSet"] == ["TagA", "polygenelubricants", "OrderCreatedEvent", "pay", "TagC", "TagB", "order"]
+    assert out["codeSet"] == [2598919, -2147483648, 1135782624, 110760, 2598921, 2598920, 106006350]

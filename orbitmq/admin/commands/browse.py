@@ -234,6 +234,23 @@ def consume_queue_data_text(unit: dict[str, Any]) -> str:
             f"bitMap={quoted('bitMap')}, eval={'true' if unit.get('eval') else 'false'}, msg={quoted('msg')}}}")
 
 
+def subscription_java_sets(sub: Any) -> Any:
+    """SubscriptionData as fastjson prints it: `tagsSet` (HashSet<String>) and `codeSet`
+    (HashSet<Integer>) in their HashSet iteration order."""
+    if not isinstance(sub, dict):
+        return sub
+    out = dict(sub)
+    tags = out.get("tagsSet")
+    if isinstance(tags, list) and all(isinstance(t, str) for t in tags):
+        tags = list(dict.fromkeys(tags))
+        out["tagsSet"] = [tags[i] for i in jsonbody.java_hash_order(tags)]
+    codes = out.get("codeSet")
+    if isinstance(codes, list) and all(isinstance(c, int) for c in codes):
+        codes = list(dict.fromkeys(codes))
+        out["codeSet"] = [codes[i] for i in jsonbody.java_hash_order(codes, lambda c: c & 0xFFFFFFFF)]
+    return out
+
+
 @click.command("queryCq")
 @click.option("-t", "--topic", required=True, help="topic name")
 @click.option("-q", "--queue", "queue_id", type=click.IntRange(0), required=True, help="queue num, ie. 1")
@@ -265,7 +282,7 @@ def query_cq(
             emit_json(body)
             return
         if body.get("subscriptionData") is not None:
-            jline("Subscription data: \n%s\n", jsonbody.dumps_pretty(body["subscriptionData"]).decode())
+            jline("Subscription data: \n%s\n", jsonbody.dumps_pretty(subscription_java_sets(body["subscriptionData"])).decode())
             jline("======================================\n")
         if body.get("filterData") is not None:
             jline("Filter data: \n%s\n", body["filterData"])
