@@ -55,7 +55,8 @@ def render() -> str:
         ("| the operation failed (no answer, a refusal, a bad flag value) | 0; stderr: "
          "`org.apache.rocketmq.tools.command.SubCommandException: <Class> command failed` and "
          "`Caused by: <reason>` | 1; stderr: `error: <reason>` |"),
-        ("| unknown flag, missing required flag, flag without value | 1; the command's help on stdout, "
+        ("| unknown flag, missing required flag (or neither/both of a required `-b`/`-c` group), "
+         "flag without value | 1; the command's help on stdout, "
          "`error: <reason>` on stderr | 2; `Error: <reason>` on stderr |"),
         "| unknown command | 0; stdout: `The sub command NAME not exist.` | 2 |",
         "| no command | 0; the command list on stdout | 2 (usage) |",

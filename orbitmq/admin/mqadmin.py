@@ -40,6 +40,13 @@ _JAVA_CLASSES = {c.orbitmq: c.java_class for c in ROCKETMQ_COMMANDS if c.orbitmq
 
 _PARSE_ERRORS = (click.NoSuchOption, click.BadOptionUsage, click.MissingParameter, click.BadArgumentUsage)
 
+#: Commands whose `-b` and `-c` form a required commons-cli OptionGroup: exactly one must be
+#: given, or parsing fails (MissingOptionException / AlreadySelectedException) and mqadmin exits 1.
+ONE_OF_B_OR_C = frozenset({
+    "updateTopic", "updateAclConfig", "deleteAclConfig", "deleteAccessConfig", "updateGlobalWhiteAddr",
+    "clusterAclConfigVersion",
+})
+
 
 def command_order() -> list[str]:
     """RocketMQ's registration order first (as `printHelp` lists them), then OrbitMQ's own."""
@@ -134,6 +141,22 @@ def run(argv: Sequence[str]) -> int:
         return _run_command(command, args[1:], parent)
 
 
+def _option_group_fault(command: click.Command, ctx: click.Context) -> str:
+    """Why the command's required `-b`/`-c` group is not satisfied ("" when it is)."""
+    if command.name not in ONE_OF_B_OR_C:
+        return ""
+    given = [
+        opt for p in command.params if isinstance(p, click.Option) and p.name is not None
+        for opt in p.opts if opt in ("-b", "-c")
+        if ctx.get_parameter_source(p.name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if len(given) == 1:
+        return ""
+    if not given:
+        return "Missing a required option from the group: -b or -c"
+    return "give only one of -b and -c"
+
+
 def _run_command(command: click.Command, args: list[str], parent: click.Context) -> int:
     name = command.name or ""
     try:
@@ -148,6 +171,11 @@ def _run_command(command: click.Command, args: list[str], parent: click.Context)
     except click.ClickException as exc:  # a value of the wrong form: RocketMQ finds it while running
         click.echo(_failure_text(name, exc), err=True)
         return 0
+    group_fault = _option_group_fault(command, ctx)
+    if group_fault:
+        click.echo(command.get_help(ctx))
+        click.echo(f"error: {group_fault}", err=True)
+        return EXIT_PARSE_ERROR
     try:
         with ctx:
             command.invoke(ctx)

@@ -97,3 +97,20 @@ def test_orbitmq_admin_keeps_its_own_exit_codes() -> None:
     assert usage.returncode == 2 and "'-t'" in usage.stderr
     helped = orbitmq_admin("topicRoute", "-h")
     assert helped.returncode == 0
+
+
+@pytest.mark.parametrize("flags", [[], ["-b", "127.0.0.1:10911", "-c", "DefaultCluster"]])
+def test_mqadmin_required_b_or_c_group_is_a_parse_error(flags: list[str]) -> None:
+    # UpdateTopicSubCommand puts -b and -c in a required OptionGroup: none, or both, fail parsing.
+    proc = mqadmin("updateTopic", "-n", "127.0.0.1:9876", "-t", "T", *flags)
+    assert proc.returncode == 1
+    assert "mqadmin updateTopic" in proc.stdout and proc.stderr.startswith("error: ")
+
+
+def test_the_b_or_c_group_names_commands_that_take_both_flags() -> None:
+    from orbitmq.admin.cli import admin_group
+    from orbitmq.admin.mqadmin import ONE_OF_B_OR_C
+
+    for name in ONE_OF_B_OR_C:
+        opts = {o for p in admin_group.commands[name].params for o in getattr(p, "opts", [])}
+        assert {"-b", "-c"} <= opts, name
