@@ -66,7 +66,7 @@ def test_consumer_status_files_each_clients_info_then_details_one(
 def test_consume_message_directly_prints_the_listeners_verdict(dev: DevServer, live: ConsumerThread) -> None:
     sent = table(ok(dev, "sendMessage", "-t", TOPIC, "-p", "direct", "-b", dev.broker_name, "-i", "0"))
     eventually(lambda: "direct" in live.bodies, timeout=20, message="the consumer did not get the message")
-    client_id = table(ok(dev, "consumerStatus", "-g", GROUP))[0]["ClientId"]
+    client_id = json.loads(ok(dev, "consumerStatus", "-g", GROUP, "--json"))[0]["ClientId"]
 
     out = ok(dev, "consumeMessageDirectly", "-g", GROUP, "-d", client_id, "-i", sent[0]["Offset MsgId"])
     assert "CR_SUCCESS" in out
