@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,15 @@ def _run(entry: list[str], *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=40, env=env)
 
 
+#: The `mqadmin` console script pyproject.toml installs next to the interpreter.
+MQADMIN_SCRIPT = Path(sys.executable).parent / "mqadmin"
+
+
 def mqadmin(*args: str) -> subprocess.CompletedProcess[str]:
+    if MQADMIN_SCRIPT.exists():  # the installed entry point itself
+        env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+        return subprocess.run([str(MQADMIN_SCRIPT), *args], check=False, capture_output=True, text=True,
+                              timeout=40, env=env)
     return _run(["-c", "from orbitmq.cli import mqadmin; mqadmin()"], *args)
 
 
