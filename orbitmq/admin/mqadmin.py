@@ -21,6 +21,7 @@ OrbitMQ's group options (`--accessKey`, `--tls`, `-D`, ...) may come before the 
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Sequence
 
@@ -94,7 +95,10 @@ def _split_group_options(args: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _group_context(group_args: list[str]) -> click.Context:
-    ctx = admin_group.make_context("mqadmin", list(group_args), resilient_parsing=not group_args)
+    # The group's options only (the command name was taken off): no help for "no arguments".
+    group = copy.copy(admin_group)
+    group.no_args_is_help = False
+    ctx = group.make_context("mqadmin", list(group_args))
     ctx.invoke(admin_group.callback, **ctx.params)  # type: ignore[arg-type]
     return ctx
 

@@ -123,3 +123,13 @@ def test_the_b_or_c_group_names_commands_that_take_both_flags() -> None:
     for name in ONE_OF_B_OR_C:
         opts = {o for p in admin_group.commands[name].params for o in getattr(p, "opts", [])}
         assert {"-b", "-c"} <= opts, name
+
+
+def test_mqadmin_takes_orbitmqs_group_options_before_the_command() -> None:
+    addr = f"127.0.0.1:{free_port()}"
+    proc = mqadmin("--signatureVersion", "2", "-Dtls.enable=false", "topicRoute", "-n", addr, "-t", "T",
+                   "--timeout", "2")
+    assert proc.returncode == 0 and "TopicRouteSubCommand command failed" in proc.stderr
+    bad = mqadmin("--signatureVersion", "7", "topicRoute", "-n", addr, "-t", "T")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "--signatureVersion" in bad.stderr
+    assert mqadmin("--tls").stdout == "The sub command --tls not exist.\n"
