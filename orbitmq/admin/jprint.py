@@ -11,7 +11,10 @@
 
 from __future__ import annotations
 
+import decimal
 import json
+import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -24,10 +27,62 @@ from orbitmq.client.results import SendResult
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_SPEC = re.compile(r"%(?P<flags>[-#+ 0,(]*)(?P<width>\d+)?(?:\.(?P<prec>\d+))?(?P<conv>[a-zA-Z%])")
+
+
 def jformat(fmt: str, *args: Any) -> str:
-    """Java's `String.format` for the conversions mqadmin uses (%s %d %f with flags, %n)."""
-    converted = tuple(_java_text(a) for a in args)
-    return (fmt.replace("%n", "\n")) % converted
+    """Java's `String.format` for the conversions mqadmin uses (%s %d %f with flags, %n).
+
+    `%f` rounds as Java's Formatter does: half-up on the double's shortest decimal form
+    (0.125 -> "0.13", 0.5 with %.0f -> "1"), where Python's `%` rounds the binary value half-even.
+    """
+    values = list(args)
+    pieces: list[str] = []
+    converted: list[Any] = []
+    last = 0
+    i = 0
+    for m in _SPEC.finditer(fmt):
+        pieces.append(fmt[last:m.start()])
+        last = m.end()
+        conv = m.group("conv")
+        if conv in "%n":
+            pieces.append("%%" if conv == "%" else "\n")
+            continue
+        value = values[i] if i < len(values) else None
+        i += 1
+        if conv == "f" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            pieces.append("%s")
+            converted.append(_java_float(value, m.group("flags"), m.group("width"), m.group("prec")))
+        else:
+            pieces.append(m.group(0))
+            converted.append(_java_text(value))
+    pieces.append(fmt[last:])
+    return "".join(pieces) % tuple(converted)
+
+
+def _java_float(value: float, flags: str, width: str | None, prec: str | None) -> str:
+    """One `%f` conversion as java.util.Formatter writes it."""
+    number = float(value)
+    if math.isnan(number):
+        text = "NaN"
+    elif math.isinf(number):
+        text = "Infinity" if number > 0 else "-Infinity"
+    else:
+        places = 6 if prec is None else int(prec)
+        with decimal.localcontext() as ctx:
+            ctx.prec = 1000
+            exact = decimal.Decimal(repr(number)).quantize(decimal.Decimal(1).scaleb(-places), decimal.ROUND_HALF_UP)
+        text = f"{exact:{',' if ',' in flags else ''}f}"
+        if not text.startswith("-"):
+            text = ("+" if "+" in flags else " " if " " in flags else "") + text
+    size = int(width or 0)
+    if "-" in flags:
+        return text.ljust(size)
+    if "0" in flags and text[:1] in "+- " and text[1:2].isdigit():
+        return text[0] + text[1:].rjust(size - 1, "0")
+    if "0" in flags and text[:1].isdigit():
+        return text.rjust(size, "0")
+    return text.rjust(size)
 
 
 def _java_text(value: Any) -> Any:

@@ -58,3 +58,18 @@ def test_permission_prints_as_rocketmq_letters() -> None:
     assert perm_text(6) == "RW-"
     assert perm_text(7) == "RWX"
     assert perm_text(4) == "R--"
+
+
+def test_jformat_rounds_f_conversions_as_javas_formatter() -> None:
+    """java.util.Formatter rounds %f half-up on the double's decimal form; these are what
+    String.format printed for the same values and formats."""
+    from orbitmq.admin.jprint import jformat
+
+    cases = {0.125: "0.13|          0.13|0.1     |0", 1.005: "1.01|          1.01|1.0     |1",
+             0.5: "0.50|          0.50|0.5     |1", 2.5: "2.50|          2.50|2.5     |3",
+             -0.125: "-0.13|         -0.13|-0.1    |-0", 123456.785: "123456.79|     123456.79|123456.8|123457"}
+    for value, java in cases.items():
+        assert jformat("%.2f|%14.2f|%-8.1f|%.0f", value, value, value, value) == java, value
+    assert jformat("%09.2f|%+.1f|%,.2f|%f", -3.14159, 2.0, 1234567.891, 1 / 3) == "-00003.14|+2.0|1,234,567.89|0.333333"
+    assert jformat("%.2f %.2f", float("nan"), float("-inf")) == "NaN -Infinity"
+    assert jformat("%s %d%% %-5s|%n", None, 5, True) == "null 5% true |\n"
