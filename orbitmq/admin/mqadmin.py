@@ -8,7 +8,7 @@ so that scripts written for it run unchanged:
 * `help NAME`: that command's help, or "The sub command NAME not exist.", exit 0;
 * an unknown command: "The sub command NAME not exist." on stdout, exit 0;
 * command names match case-insensitively (`findSubCommand` uses `equalsIgnoreCase`);
-* `-h`: the command's help, exit 0;
+* `-h`: the command's help, exit 0; words that are no flag are ignored (PosixParser);
 * a flag the command does not have, a missing required flag or a flag without its value
   (commons-cli's `ParseException` in `ServerUtil.parseCmdLine`): the command's help on
   stdout, exit 1 (OrbitMQ also names the fault on stderr);
@@ -164,7 +164,8 @@ def _option_group_fault(command: click.Command, ctx: click.Context) -> str:
 def _run_command(command: click.Command, args: list[str], parent: click.Context) -> int:
     name = command.name or ""
     try:
-        ctx = command.make_context(name, args, parent=parent)
+        # commons-cli's PosixParser keeps words that are no option aside: the command runs anyway.
+        ctx = command.make_context(name, args, parent=parent, allow_extra_args=True)
     except click.exceptions.Exit as exc:  # -h
         return exc.exit_code
     except _PARSE_ERRORS as exc:

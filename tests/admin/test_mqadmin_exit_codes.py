@@ -133,3 +133,9 @@ def test_mqadmin_takes_orbitmqs_group_options_before_the_command() -> None:
     bad = mqadmin("--signatureVersion", "7", "topicRoute", "-n", addr, "-t", "T")
     assert bad.returncode == 1 and bad.stderr.startswith("error: ") and "--signatureVersion" in bad.stderr
     assert mqadmin("--tls").stdout == "The sub command --tls not exist.\n"
+
+
+def test_mqadmin_ignores_stray_words_as_commons_cli_does() -> None:
+    proc = mqadmin("topicRoute", "-n", f"127.0.0.1:{free_port()}", "-t", "T", "stray", "--timeout", "2")
+    assert proc.returncode == 0 and "TopicRouteSubCommand command failed" in proc.stderr
+    assert "no NameServer answered" in proc.stderr, "it ran"
