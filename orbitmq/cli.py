@@ -22,6 +22,7 @@ _SUBCOMMANDS: dict[str, str] = {
     "dev": "orbitmq.dev:dev_command",
     "admin": "orbitmq.admin.cli:admin_group",
     "console": "orbitmq.console.cli:console_command",
+    "proxy": "orbitmq.proxy.server:proxy_command",
 }
 
 # One-line summaries for `orbitmq --help`, so listing commands imports nothing.
@@ -31,6 +32,7 @@ _SUMMARIES: dict[str, str] = {
     "dev": "Run a NameServer and a Broker in one process, store in ./orbitmq-data.",
     "admin": "Administer topics, groups, brokers and messages (RocketMQ's mqadmin).",
     "console": "Run the web console (127.0.0.1:8080) over the admin API.",
+    "proxy": "Serve RocketMQ 5 gRPC clients (port 8081) in front of a NameServer's brokers.",
 }
 
 

@@ -1,10 +1,10 @@
 """`orbitmq dev`: a NameServer and a Broker in one process, for development.
 
 `orbitmq dev [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [--host 127.0.0.1]
-[--metrics-port 5557 | --no-metrics] [--console HOST:PORT|off]` runs both on one event loop with
+[--metrics-port 5557 | --no-metrics] [--grpc-port 8081 | --no-grpc] [--console HOST:PORT|off]` runs both on one event loop with
 the store in ./orbitmq-data unless told otherwise; the broker registers with the NameServer next
 to it. Both servers' Prometheus metrics are served on HOST:5557/metrics and the console on
-127.0.0.1:8080.
+127.0.0.1:8080. RocketMQ 5 gRPC clients are served on HOST:8081 (`proxy listening on HOST:PORT`).
 
 It prints one stdout line per listener once bound (`namesrv listening on
 HOST:PORT`, `metrics listening on HOST:PORT`, then `broker <name> listening on HOST:PORT`), logs to stderr,
@@ -15,6 +15,7 @@ and configured by its own package.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import click
@@ -43,6 +44,8 @@ DEV_COMMIT_LOG_FILE_SIZE = 128 * 1024 * 1024
 #: `orbitmq dev`'s duplicate window (broker/dedup.py): ten minutes covers a client's retries and a
 #: Spark micro-batch replayed after a driver restart.
 DEV_DUPLICATE_WINDOW_SECONDS = 600
+#: `orbitmq dev`'s gRPC port for RocketMQ 5 clients (the Apache proxy's default).
+DEV_GRPC_PORT = 8081
 
 
 async def serve_dev(
@@ -52,6 +55,7 @@ async def serve_dev(
     store_dir: str,
     console_listen: str = "off",
     metrics_port: int | None = None,
+    grpc_port: int | None = None,
 ) -> None:
     from orbitmq.console.cli import dev_console
 
@@ -73,13 +77,15 @@ async def serve_dev(
             announce(f"namesrv listening on {ns_host}:{ns_port}")
             announce(f"store {os.path.abspath(store_dir)}")
             config = broker_config.with_properties({"namesrvAddr": f"{ns_host}:{ns_port}"})
+            if grpc_port is not None:  # the gRPC front for RocketMQ 5 clients (orbitmq/proxy/)
+                config = dataclasses.replace(config, enable_grpc_proxy=True, grpc_server_port=grpc_port)
             console = dev_console(console_listen, f"{ns_host}:{ns_port}", config.acl_enable, config.tls)
             metrics = None
             if metrics_port is not None:  # one endpoint for both servers
                 from orbitmq.metrics import NamesrvMetrics
 
                 metrics = MetricsPlan(host, metrics_port, [NamesrvMetrics(ns)], metrics_port == DEV_METRICS_PORT)
-            await run_broker_until(config, stop, console, metrics)
+            await run_broker_until(config, stop, console, metrics, grpc_give_way=grpc_port == DEV_GRPC_PORT)
         finally:
             await ns.close()
 
@@ -94,6 +100,11 @@ async def serve_dev(
     help="Prometheus /metrics port on --host (the default gives way to a free port when in use).",
 )
 @click.option("--no-metrics", is_flag=True, help="Serve no /metrics endpoint.")
+@click.option(
+    "--grpc-port", default=DEV_GRPC_PORT, show_default=True, type=click.IntRange(0, 65535),
+    help="RocketMQ 5 gRPC clients' port on --host (the default gives way to a free port when in use).",
+)
+@click.option("--no-grpc", is_flag=True, help="Serve no gRPC front for RocketMQ 5 clients.")
 @click.option("-c", "--config-file", "config_file", metavar="FILE", help="Extra broker.conf settings.")
 @dev_console_option
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
@@ -104,6 +115,8 @@ def dev_command(
     host: str,
     metrics_port: int,
     no_metrics: bool,
+    grpc_port: int,
+    no_grpc: bool,
     config_file: str | None,
     console_listen: str,
     verbose: bool,
@@ -127,4 +140,5 @@ def dev_command(
         del props["brokerIP1"]
     config = build_config(props, config_file)
     setup_logging(verbose)
-    run(serve_dev(host, namesrv_port, config, store_dir, console_listen, None if no_metrics else metrics_port))
+    run(serve_dev(host, namesrv_port, config, store_dir, console_listen, None if no_metrics else metrics_port,
+                  None if no_grpc else grpc_port))

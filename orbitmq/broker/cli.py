@@ -31,6 +31,7 @@ from orbitmq.remoting.loop import run
 
 if TYPE_CHECKING:
     from orbitmq.metrics import FamilySource, MetricsServer
+    from orbitmq.proxy.server import GrpcProxy
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -163,6 +164,7 @@ async def run_broker_until(
     stop: asyncio.Event,
     serving: contextlib.AbstractAsyncContextManager[None] | None = None,
     metrics: MetricsPlan | None = None,
+    grpc_give_way: bool = False,
 ) -> None:
     """Start a Broker (and its metrics endpoint), announce its address on stdout, and close it once `stop` is set.
 
@@ -170,17 +172,43 @@ async def run_broker_until(
     """
     broker, host, port = await start_broker(config)
     endpoint: MetricsServer | None = None
+    proxy: GrpcProxy | None = None
     try:
         if metrics is not None:
             endpoint = await metrics.start(broker)
         announce(f"broker {config.broker_name} listening on {host}:{port}")
+        if config.enable_grpc_proxy:
+            proxy = await start_grpc_proxy(config, grpc_give_way)
         async with serving or contextlib.nullcontext():
             await stop.wait()
             log.info("broker shutting down")
     finally:
+        if proxy is not None:
+            await proxy.close()
         if endpoint is not None:
             await endpoint.close()
         await broker.close()
+
+
+async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False) -> GrpcProxy:
+    """The in-process gRPC front (enableGrpcProxy): RocketMQ 5 clients on listenHost:grpcServerPort.
+
+    With `give_way` (`orbitmq dev`'s default port) a port in use gives way to a free one."""
+    from orbitmq.proxy.server import GrpcProxy, acl_loader
+
+    proxy = GrpcProxy(
+        list(config.namesrv_addrs), config.listen_host or "0.0.0.0", config.grpc_server_port,
+        advertised_host=config.advertised_ip, acl=acl_loader(config.acl_file) if config.acl_enable else None,
+        max_body_size=config.store.max_message_size, max_delay_ms=config.timer_max_delay_sec * 1000,
+        give_way=give_way,
+    )
+    try:
+        host, port = await proxy.start()
+    except OSError as exc:
+        await proxy.close()
+        raise click.ClickException(f"cannot start the gRPC proxy on port {config.grpc_server_port}: {exc}") from None
+    announce(f"proxy listening on {host}:{port}")
+    return proxy
 
 
 async def serve_broker(config: BrokerConfig) -> None:

@@ -176,6 +176,10 @@ class BrokerConfig:
     metrics_exporter_type: str = "DISABLE"
     metrics_prom_exporter_host: str = ""
     metrics_prom_exporter_port: int = 5557
+    #: RocketMQ 5's local-mode proxy: serve RocketMQ 5 gRPC clients (apache.rocketmq.v2) in-process
+    #: on listenHost:grpcServerPort (orbitmq/proxy/); routes come from namesrvAddr, which it needs.
+    enable_grpc_proxy: bool = False
+    grpc_server_port: int = 8081
     store: StoreConfig = field(default_factory=StoreConfig)
     #: tls.server.mode for the client, VIP and HA ports; tls.enable for the broker's own
     #: connections (NameServers, its master's remoting and HA ports).
@@ -331,6 +335,10 @@ class BrokerConfig:
             )
         if not 0 <= self.metrics_prom_exporter_port <= 65535:
             raise ConfigError(f"metricsPromExporterPort {self.metrics_prom_exporter_port} is not a TCP port")
+        if not 0 <= self.grpc_server_port <= 65535:
+            raise ConfigError(f"grpcServerPort {self.grpc_server_port} is not a TCP port")
+        if self.enable_grpc_proxy and not self.namesrv_addrs:
+            raise ConfigError("enableGrpcProxy=true needs namesrvAddr (the proxy finds brokers through it)")
         if not 0 <= self.listen_port <= 65535:
             raise ConfigError(f"listenPort {self.listen_port} is not a TCP port")
         if self.broker_id < 0:
@@ -400,6 +408,7 @@ _RESTART_ONLY = (
     "acl_enable", "acl_config_path", "fast_listen_port", "fast_channel_enable", "listen_port",
     "broker_access_key", "broker_secret_key", "ha_auth_enable", "ha_secret", "remoting_memory_budget",
     "metrics_exporter_type", "metrics_prom_exporter_host", "metrics_prom_exporter_port",
+    "enable_grpc_proxy", "grpc_server_port",
 )
 #: Keys the broker reads once, at start (its identity, listeners, periodic tasks, system topics):
 #: UPDATE_BROKER_CONFIG refuses to change them rather than accept a value that does nothing.

@@ -1,0 +1,140 @@
+"""The proxy's remoting side: routes from the NameServer, broker metadata, and one remoting client
+per ACL account (requests are signed with the account the gRPC caller proved, so the brokers'
+own ACL rules apply to gRPC clients as to 4.x ones).
+
+Caches are short-lived (a few seconds): a topic made or changed with `orbitmq admin` is seen by
+gRPC clients within that time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from orbitmq.client.api import MQClientAPI
+from orbitmq.common import jsonbody
+from orbitmq.common.route import TopicRouteData
+from orbitmq.errors import BrokerError, OrbitMQError
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.signing import AclCredentials, make_remoting_client
+from orbitmq.remoting.transport import RemotingClient
+
+log = logging.getLogger(__name__)
+
+#: Seconds a route or a broker's topic/group table is reused.
+CACHE_SECONDS = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerMeta:
+    """What the proxy needs of a broker's tables: topic attributes and orderly groups."""
+
+    topic_attributes: Mapping[str, Mapping[str, str]]
+    orderly_groups: frozenset[str]
+    groups: frozenset[str]
+
+
+class Backend:
+    def __init__(self, namesrv_addrs: list[str], timeout: float = 3.0, ssl_context: Any = None) -> None:
+        if not namesrv_addrs:
+            raise OrbitMQError("the proxy needs a NameServer address")
+        self.namesrv_addrs = namesrv_addrs
+        self.timeout = timeout
+        self.ssl_context = ssl_context
+        self._clients: dict[str | None, MQClientAPI] = {}
+        self._routes: dict[str, tuple[float, TopicRouteData]] = {}
+        self._meta: dict[str, tuple[float, BrokerMeta]] = {}
+        self._meta_lock: dict[str, asyncio.Lock] = {}
+        self._ns_index = 0
+        #: broker address -> broker name, learnt from routes.
+        self.broker_names: dict[str, str] = {}
+
+    def api(self, creds: AclCredentials | None) -> MQClientAPI:
+        key = None if creds is None else creds.access_key
+        api = self._clients.get(key)
+        if api is None:
+            api = self._clients[key] = MQClientAPI(self.new_remoting(creds), self.timeout)
+        return api
+
+    def new_remoting(self, creds: AclCredentials | None) -> RemotingClient:
+        return make_remoting_client(creds, connect_timeout=3.0, ssl_context=self.ssl_context)
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """The topic's route (`TopicNotExist` when no broker serves it)."""
+        cached = self._routes.get(topic)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < CACHE_SECONDS:
+            return cached[1]
+        last: Exception | None = None
+        for _ in range(len(self.namesrv_addrs)):
+            addr = self.namesrv_addrs[self._ns_index % len(self.namesrv_addrs)]
+            try:
+                route = await self.api(None).get_topic_route(addr, topic)
+            except BrokerError:
+                raise
+            except OrbitMQError as exc:
+                last = exc
+                self._ns_index += 1
+                continue
+            self._routes[topic] = (now, route)
+            for bd in route.broker_datas:
+                for a in bd.broker_addrs.values():
+                    self.broker_names[a] = bd.broker_name
+            return route
+        raise last if last is not None else OrbitMQError("no NameServer answered")
+
+    async def master_addr(self, topic: str, broker_name: str) -> str | None:
+        route = await self.route(topic)
+        for bd in route.broker_datas:
+            if bd.broker_name == broker_name:
+                return bd.master_addr
+        return None
+
+    async def meta(self, addr: str) -> BrokerMeta:
+        cached = self._meta.get(addr)
+        if cached is not None and time.monotonic() - cached[0] < CACHE_SECONDS:
+            return cached[1]
+        lock = self._meta_lock.setdefault(addr, asyncio.Lock())
+        async with lock:
+            cached = self._meta.get(addr)
+            if cached is not None and time.monotonic() - cached[0] < CACHE_SECONDS:
+                return cached[1]
+            meta = await self._fetch_meta(addr)
+            self._meta[addr] = (time.monotonic(), meta)
+            return meta
+
+    async def _fetch_meta(self, addr: str) -> BrokerMeta:
+        api = self.api(None)
+        attributes: dict[str, dict[str, str]] = {}
+        orderly: set[str] = set()
+        groups: set[str] = set()
+        try:
+            resp = await api.invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+            if resp.code == ResponseCode.SUCCESS and resp.body_bytes():
+                table = jsonbody.loads(resp.body_bytes()).get("topicConfigTable") or {}
+                for name, tc in table.items():
+                    attrs = tc.get("attributes") if isinstance(tc, dict) else None
+                    if isinstance(attrs, dict) and attrs:
+                        attributes[str(name)] = {str(k): str(v) for k, v in attrs.items()}
+            resp = await api.invoke(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+            if resp.code == ResponseCode.SUCCESS and resp.body_bytes():
+                table = jsonbody.loads(resp.body_bytes()).get("subscriptionGroupTable") or {}
+                for name, gc in table.items():
+                    groups.add(str(name))
+                    if isinstance(gc, dict) and gc.get("consumeMessageOrderly"):
+                        orderly.add(str(name))
+        except (OrbitMQError, ValueError, AttributeError) as exc:
+            log.warning("cannot read the topic and group tables of %s: %s", addr, exc)
+        return BrokerMeta(attributes, frozenset(orderly), frozenset(groups))
+
+    def forget(self, topic: str) -> None:
+        self._routes.pop(topic, None)
+
+    async def close(self) -> None:
+        for api in self._clients.values():
+            await api.remoting.close()
+        self._clients.clear()

@@ -1,0 +1,165 @@
+"""The gRPC front's server: `GrpcProxy` (a grpc.aio server around `MessagingService`) and the
+`orbitmq proxy` command (RocketMQ 5's cluster-mode proxy: brokers found through the NameServer).
+
+The same class runs in-process in a broker (`enableGrpcProxy=true`, port `grpcServerPort`) and in
+`orbitmq dev` (port 8081 unless told otherwise); it prints one `proxy listening on HOST:PORT` line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import click
+import grpc
+
+from orbitmq.proxy.backend import Backend
+from orbitmq.proxy.clients import ProxyAuth
+from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+from orbitmq.proxy.service import MessagingService
+
+if TYPE_CHECKING:
+    from orbitmq.broker.acl.plain_config import PlainAcl
+
+log = logging.getLogger(__name__)
+
+DEFAULT_GRPC_PORT = 8081
+#: Seconds between scans for silent clients.
+EXPIRY_SCAN_SECONDS = 10.0
+#: Largest gRPC message accepted (a 4 MiB body plus properties and framing).
+MAX_GRPC_MESSAGE = 8 * 1024 * 1024
+
+
+class GrpcProxy:
+    def __init__(
+        self,
+        namesrv_addrs: list[str],
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_GRPC_PORT,
+        *,
+        advertised_host: str | None = None,
+        acl: Callable[[], PlainAcl] | None = None,
+        max_body_size: int = 4 * 1024 * 1024,
+        max_delay_ms: int = 86_400_000,
+        give_way: bool = False,
+    ) -> None:
+        self.give_way = give_way
+        self.host = host
+        self.port = port
+        self.advertised_host = advertised_host
+        self.backend = Backend(namesrv_addrs)
+        self.auth = ProxyAuth(acl)
+        self.max_body_size = max_body_size
+        self.max_delay_ms = max_delay_ms
+        self.service: MessagingService | None = None
+        self._server: grpc.aio.Server | None = None
+        self._expiry: asyncio.Task[None] | None = None
+
+    async def start(self) -> tuple[str, int]:
+        server = grpc.aio.server(options=[
+            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE),
+            ("grpc.max_send_message_length", -1),
+            ("grpc.so_reuseport", 0),
+        ])
+        try:
+            bound = server.add_insecure_port(f"{self.host}:{self.port}")
+        except RuntimeError:
+            bound = 0
+        if bound == 0 and self.give_way:
+            bound = server.add_insecure_port(f"{self.host}:0")
+        if bound == 0:
+            raise OSError(f"cannot listen on {self.host}:{self.port}")
+        advertised = self.advertised_host or (self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1")
+        self.service = MessagingService(self.backend, (advertised, bound), auth=self.auth,
+                                        max_body_size=self.max_body_size, max_delay_ms=self.max_delay_ms)
+        sgrpc.add_MessagingServiceServicer_to_server(self.service, server)
+        await server.start()
+        self._server = server
+        self.port = bound
+        self._expiry = asyncio.get_running_loop().create_task(self._expire_loop())
+        return self.host, bound
+
+    async def _expire_loop(self) -> None:
+        while True:
+            await asyncio.sleep(EXPIRY_SCAN_SECONDS)
+            if self.service is not None:
+                try:
+                    await self.service.clients.expire()
+                except Exception:
+                    log.exception("client expiry scan failed")
+
+    async def close(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
+        if self.service is not None:
+            await self.service.clients.close()
+        if self._server is not None:
+            await self._server.stop(grace=1.0)
+        await self.backend.close()
+
+
+def acl_loader(path: str) -> Callable[[], PlainAcl]:
+    """The ACL file's accounts, re-read when the file changes."""
+    import os
+
+    from orbitmq.broker.acl.plain_config import load_file
+
+    state: dict[str, object] = {"mtime": None, "acl": None}
+
+    def get() -> PlainAcl:
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            mtime = None
+        if state["acl"] is None or mtime != state["mtime"]:
+            state["acl"] = load_file(path)
+            state["mtime"] = mtime
+        acl = state["acl"]
+        assert acl is not None
+        return acl  # type: ignore[return-value]
+
+    get()
+    return get
+
+
+async def serve_proxy(proxy: GrpcProxy) -> None:
+    from orbitmq.broker.cli import announce, stop_signals
+
+    async with stop_signals() as stop:
+        try:
+            host, port = await proxy.start()
+        except OSError as exc:
+            raise click.ClickException(str(exc)) from None
+        try:
+            announce(f"proxy listening on {host}:{port}")
+            await stop.wait()
+        finally:
+            await proxy.close()
+
+
+@click.command("proxy", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("-n", "--namesrv", "namesrv", required=True, metavar="HOST:PORT[;HOST:PORT]", help="NameServer address(es).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=DEFAULT_GRPC_PORT, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--advertise", metavar="HOST", help="Host put in routes (default: --host, or 127.0.0.1).")
+@click.option("--acl-config", metavar="FILE", help="plain_acl.yml: check request signatures against its accounts.")
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl_config: str | None,
+                  verbose: bool) -> None:
+    """Serve RocketMQ 5 gRPC clients (apache.rocketmq.v2) in front of the brokers of a NameServer."""
+    from orbitmq.broker.cli import setup_logging
+    from orbitmq.errors import OrbitMQError
+    from orbitmq.remoting.loop import run
+
+    setup_logging(verbose)
+    addrs = [a.strip() for a in namesrv.split(";") if a.strip()]
+    try:
+        acl = acl_loader(acl_config) if acl_config else None
+    except OrbitMQError as exc:
+        raise click.UsageError(f"--acl-config: {exc}") from None
+    run(serve_proxy(GrpcProxy(addrs, host, port, advertised_host=advertise, acl=acl)))
