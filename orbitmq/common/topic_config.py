@@ -31,10 +31,15 @@ DEFAULT_WRITE_QUEUE_NUMS = 16
 DUPLICATE_WINDOW_ATTRIBUTE = "duplicateDetectionWindowSeconds"
 #: A topic's default message time-to-live in ms, 0 for none (broker/expiry.py).
 TTL_ATTRIBUTE = "orbitmq.ttl.ms"
+#: RocketMQ 5's message type of a topic: what RocketMQ 5 (gRPC) producers may send to it (orbitmq/proxy/).
+#: Topics without it (made the 4.x way) accept every type.
+MESSAGE_TYPE_ATTRIBUTE = "message.type"
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 #: Topic attributes OrbitMQ knows, each with what its value must be (checked by `check_attribute`).
 TOPIC_ATTRIBUTES: dict[str, str] = {
     DUPLICATE_WINDOW_ATTRIBUTE: "a whole number of seconds, 0 to 604800",
     TTL_ATTRIBUTE: "a whole number of milliseconds, 0 (none) to 2**53",
+    MESSAGE_TYPE_ATTRIBUTE: "one of " + ", ".join(MESSAGE_TYPES),
 }
 
 
@@ -45,6 +50,8 @@ def check_attribute(name: str, value: str) -> str | None:
     if name == DUPLICATE_WINDOW_ATTRIBUTE and not (value.isdigit() and int(value) <= 604_800):
         return f"topic attribute {name}={value!r}: expected {TOPIC_ATTRIBUTES[name]}"
     if name == TTL_ATTRIBUTE and not (value.isdigit() and int(value) <= 2**53):
+        return f"topic attribute {name}={value!r}: expected {TOPIC_ATTRIBUTES[name]}"
+    if name == MESSAGE_TYPE_ATTRIBUTE and value.upper() not in MESSAGE_TYPES:
         return f"topic attribute {name}={value!r}: expected {TOPIC_ATTRIBUTES[name]}"
     return None
 

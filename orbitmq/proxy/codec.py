@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from orbitmq.common import names
+from orbitmq.common import names, topic_config
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
 from orbitmq.common.sysflag import TRANSACTION_PREPARED_TYPE
@@ -30,7 +30,7 @@ SHARDING_KEY = "__SHARDINGKEY"
 #: The POP extra info a broker puts on messages it re-delivers from a retry topic.
 POP_CK = "POP_CK"
 #: RocketMQ 5's topic attribute that restricts what a topic accepts.
-MESSAGE_TYPE_ATTRIBUTE = "message.type"
+MESSAGE_TYPE_ATTRIBUTE = topic_config.MESSAGE_TYPE_ATTRIBUTE
 #: Names a gRPC user property may not take beyond the 4.x reserved ones.
 _MORE_RESERVED = frozenset({SHARDING_KEY, POP_CK, mc.TIMER_DELIVER_MS, mc.TIMER_DELAY_SEC, mc.TIMER_DELAY_MS,
                             mc.TRANSACTION_ID, mc.START_DELIVER_TIME})

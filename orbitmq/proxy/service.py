@@ -183,8 +183,11 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         if names.validate_group(group) is not None:
             raise GrpcStatusError(pb.ILLEGAL_CONSUMER_GROUP, f"illegal consumer group {group!r}")
 
-    async def _is_orderly(self, addr: str, group: str) -> bool:
-        return group in (await self.backend.meta(addr)).orderly_groups
+    async def _is_orderly(self, addr: str, group: str, topic: str) -> bool:
+        """FIFO consumption: a topic of message.type FIFO, or a group made orderly (consumeMessageOrderly)."""
+        meta = await self.backend.meta(addr)
+        attribute = meta.topic_attributes.get(topic, {}).get(codec.MESSAGE_TYPE_ATTRIBUTE, "")
+        return attribute.upper() == "FIFO" or group in meta.orderly_groups
 
     # --- route and assignment ----------------------------------------------------------------
 
@@ -230,7 +233,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 qd = next((q for q in route.queue_datas if q.broker_name == name), None)
                 if qd is None or not names.is_readable(qd.perm) or qd.read_queue_nums <= 0:
                     continue
-                ids = range(qd.read_queue_nums) if await self._is_orderly(addr, request.group.name) else [-1]
+                orderly = await self._is_orderly(addr, request.group.name, request.topic.name)
+                ids = range(qd.read_queue_nums) if orderly else [-1]
                 for qid in ids:
                     mq = pb.MessageQueue(id=qid, permission=pb.READ_WRITE)
                     mq.topic.CopyFrom(request.topic)
@@ -344,7 +348,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 except OrbitMQError:
                     continue
                 for addr in self._masters(route).values():
-                    fifo = fifo or await self._is_orderly(addr, group)
+                    fifo = fifo or await self._is_orderly(addr, group, entry.topic.name)
             sub.fifo = fifo
             sub.receive_batch_size = 32
             polling = _ms(sub.long_polling_timeout) if sub.HasField("long_polling_timeout") else MAX_POLL_MS
@@ -511,7 +515,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 "initMode": "1",
                 "expType": "SQL92" if fexp.type == pb.SQL else "TAG",
                 "exp": fexp.expression or "*",
-                "order": "true" if await self._is_orderly(addr, group) else "false",
+                "order": "true" if await self._is_orderly(addr, group, topic) else "false",
             }
             if request.HasField("attempt_id"):
                 fields["attemptId"] = request.attempt_id

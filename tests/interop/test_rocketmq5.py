@@ -1,0 +1,267 @@
+"""The official RocketMQ 5 clients (Python rocketmq-python-client, Node.js rocketmq-client-nodejs)
+against `orbitmq dev`'s gRPC front, and 4.x clients on the same cluster.
+
+The Python client runs in child processes (rocketmq5_py.py: its generated modules and OrbitMQ's
+cannot share one process); the Node.js client runs rocketmq5_node.js. Each scenario is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orbitmq.client import LitePullConsumer, Message, Producer
+from orbitmq.client.transaction_producer import LocalTransactionState, TransactionProducer
+from tests.client.helpers import create_topic
+from tests.support.dev import unique_names
+from tests.support.procs import ServerProcess, eventually, orbitmq_command, start_server
+
+pytest.importorskip("rocketmq")
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
+
+HERE = Path(__file__).resolve().parent
+PY_SCRIPT = HERE / "rocketmq5_py.py"
+NODE_SCRIPT = HERE / "rocketmq5_node.js"
+
+#: Half messages are checked one second after they were born, every second.
+CONF = "transactionTimeOut=1000\ntransactionCheckInterval=1000\n"
+
+
+class Cluster:
+    def __init__(self, process: ServerProcess, root: Path) -> None:
+        self.process = process
+        self.root = root
+        self.namesrv = process.addresses[0]
+        line = next(x for x in process.output if x.startswith("proxy listening on "))
+        self.proxy = line.split()[-1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("rocketmq5")
+    (root / "broker.conf").write_text(CONF)
+    process = start_server(orbitmq_command(
+        "dev", "--store", str(root / "store"), "--namesrv-port", "0", "--broker-port", "0", "--host", "127.0.0.1",
+        "--console", "off", "--no-metrics", "--grpc-port", "0", "-c", str(root / "broker.conf"),
+    ), listeners=2, cwd=str(root))
+    try:
+        eventually(lambda: any(x.startswith("proxy listening on ") for x in process.output), timeout=30)
+        yield Cluster(process, root)
+    finally:
+        process.stop()
+
+
+def run_py(cluster: Cluster, scenario: str, topic: str, group: str = "", n: int = 1, timeout: float = 90) -> Any:
+    env = dict(os.environ, HOME=str(cluster.root))  # the client logs under ~/logs
+    done = subprocess.run([sys.executable, str(PY_SCRIPT), scenario, cluster.proxy, topic, group, str(n)],
+                          capture_output=True, text=True, timeout=timeout, env=env, cwd=str(cluster.root), check=False)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, f"{scenario} failed:\n{done.stdout}\n{done.stderr[-4000:]}"
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+async def make_topic(cluster: Cluster, topic: str, queues: int = 4) -> None:
+    async with Producer("make_topic_pg", namesrv_addr=cluster.namesrv) as producer:
+        await create_topic(producer, topic, queues)
+
+
+async def pull_all(cluster: Cluster, topic: str, group: str, n: int, timeout: float = 30) -> list[Any]:
+    consumer = LitePullConsumer(group, namesrv_addr=cluster.namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    await consumer.start()
+    got: list[Any] = []
+    try:
+        end = time.monotonic() + timeout
+        while len(got) < n and time.monotonic() < end:
+            got.extend(await consumer.poll(timeout=2) or [])
+    finally:
+        await consumer.shutdown()
+    return got
+
+
+# --- 5.x producers -----------------------------------------------------------------------------------
+
+
+async def test_a_5x_producer_is_read_by_a_4x_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    ids = await asyncio.to_thread(run_py, cluster, "send", topic, "", 3)
+    got = await pull_all(cluster, topic, cg, 3)
+    assert sorted(m.unique_key for m in got) == sorted(ids)
+    m = got[0]
+    assert m.tags == "TagA" and m.keys == ["k1"] and m.get_user_property("color") == "blue"
+
+
+async def test_transaction_commit_and_rollback(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    committed = await asyncio.to_thread(run_py, cluster, "tx_commit", topic)
+    rolled = await asyncio.to_thread(run_py, cluster, "tx_rollback", topic)
+    assert committed["tx"] and rolled["tx"]
+    got = await pull_all(cluster, topic, cg, 1)
+    assert [m.body for m in got] == [b"tx_commit"]
+    # The rolled-back one never shows up, even after the broker's checks ran.
+    more = await pull_all(cluster, topic, cg + "_late", 2, timeout=4)
+    assert [m.body for m in more] == [b"tx_commit"]
+
+
+async def test_an_orphaned_transaction_is_resolved_through_telemetry(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_py, cluster, "tx_orphan", topic)
+    assert report["checked"] and report["checked"][0] == report["id"]
+    got = await pull_all(cluster, topic, cg, 1)
+    assert [m.unique_key for m in got] == [report["id"]]
+
+
+async def test_fifo_messages_of_a_group_land_in_one_queue_in_order(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic, queues=8)
+    await asyncio.to_thread(run_py, cluster, "send_fifo", topic, "", 4)
+    got = await pull_all(cluster, topic, cg, 12)
+    by_group: dict[str, list[tuple[int, int, str]]] = {}
+    for m in got:
+        by_group.setdefault(m.properties["__SHARDINGKEY"], []).append((m.queue_id, m.queue_offset, m.body.decode()))
+    assert sorted(by_group) == ["ga", "gb", "gc"]
+    for g, items in by_group.items():
+        assert len({q for q, _, _ in items}) == 1, f"group {g} spread over queues"
+        assert [b for _, _, b in sorted(items)] == [f"{g}:{i}" for i in range(4)]
+
+
+async def test_a_delayed_message_waits_for_its_time(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_py, cluster, "send_delay", topic, "", 3)
+    got = await pull_all(cluster, topic, cg, 1, timeout=40)
+    assert [m.unique_key for m in got] == [report["id"]]
+    assert got[0].store_timestamp >= report["at"] * 1000 - 1000
+
+
+# --- 4.x producer to 5.x consumer and the consumers (need the broker's POP codes) -------------------
+
+
+async def test_a_4x_producer_is_read_by_a_5x_simple_consumer(cluster: Cluster) -> None:
+    topic, pg, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    # A new group starts at the end of each queue: let the consumer join first (an empty receive).
+    await asyncio.to_thread(run_py, cluster, "receive", topic, cg, 0)
+    async with Producer(pg, namesrv_addr=cluster.namesrv) as producer:
+        msg = Message(topic, b"from 4.x", tags="T4", keys=["key4"])
+        msg.put_user_property("origin", "4x")
+        sent = [await producer.send(msg) for _ in range(2)]
+        tp = TransactionProducer(pg + "_tx", _Commit(), namesrv_addr=cluster.namesrv)
+        await tp.start()
+        try:
+            await tp.send_message_in_transaction(Message(topic, b"tx from 4.x"), None)
+        finally:
+            await tp.shutdown()
+    got = await asyncio.to_thread(run_py, cluster, "receive", topic, cg, 3)
+    assert sorted(m["body"] for m in got) == ["from 4.x", "from 4.x", "tx from 4.x"]
+    plain = [m for m in got if m["body"] == "from 4.x"]
+    assert sorted(m["id"] for m in plain) == sorted(r.msg_id for r in sent)
+    assert plain[0]["tag"] == "T4" and plain[0]["keys"] == ["key4"] and plain[0]["props"] == {"origin": "4x"}
+    assert all(m["attempt"] == 1 for m in got)
+
+
+class _Commit:
+    def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg: Any) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+async def test_simple_consumer_receives_and_acks(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_py, cluster, "simple_roundtrip", topic, cg, 5)
+    assert sorted(m["id"] for m in report["got"]) == sorted(report["sent"])
+    m = report["got"][0]
+    assert m["tag"] == "TagA" and m["keys"] == ["k1"] and m["props"] == {"color": "blue"} and m["attempt"] == 1
+    # Acked: a second consumer of the group gets nothing more.
+    assert await asyncio.to_thread(run_py, cluster, "receive", topic, cg, 0) == []
+
+
+async def test_fifo_order_per_group_for_a_simple_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await _fifo_topic(cluster, topic)
+    got = await asyncio.to_thread(run_py, cluster, "fifo_roundtrip", topic, cg, 3)
+    for g in ("ga", "gb", "gc"):
+        assert [m["body"] for m in got if m["group"] == g] == [f"{g}:{i}" for i in range(3)]
+
+
+async def test_delayed_delivery_to_a_simple_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_py, cluster, "delay_roundtrip", topic, cg, 3)
+    assert len(report["got"]) == 1 and report["got"][0]["body"] == "later"
+    assert report["received_at"] >= report["at"] - 1
+
+
+async def test_invisible_time_expires_and_the_message_comes_back(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    first, again = await asyncio.to_thread(run_py, cluster, "redeliver", topic, cg)
+    assert first["id"] == again["id"]
+    assert (first["attempt"], again["attempt"]) == (1, 2)
+
+
+async def test_push_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    got = await asyncio.to_thread(run_py, cluster, "push", topic, cg, 4)
+    assert sorted(m["body"] for m in got) == [f"m{i}" for i in range(4)]
+
+
+async def test_retries_end_in_the_dead_letter_queue(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    await _group(cluster, cg, retry_max_times=1)
+    report = await asyncio.to_thread(run_py, cluster, "nack_to_dlq", topic, cg, 2)
+    assert report["attempts"] == [1, 2] and report["after"] == 0
+    dlq = await pull_all(cluster, f"%DLQ%{cg}", cg + "_dlq_reader", 1)
+    assert [m.body for m in dlq] == [b"m0"]
+
+
+async def _admin(*args: str) -> None:
+    done = await asyncio.to_thread(subprocess.run, orbitmq_command("admin", *args), capture_output=True, text=True,
+                                   timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def _group(cluster: Cluster, group: str, *, retry_max_times: int = 16) -> None:
+    await _admin("updateSubGroup", "-n", cluster.namesrv, "-c", "DefaultCluster", "-g", group,
+                 "-r", str(retry_max_times))
+
+
+async def _fifo_topic(cluster: Cluster, topic: str) -> None:
+    await _admin("updateTopic", "-n", cluster.namesrv, "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4",
+                 "-a", "+message.type=FIFO")
+
+
+# --- the Node.js client ---------------------------------------------------------------------------
+
+
+def test_the_nodejs_client_sends_and_receives(cluster: Cluster) -> None:
+    node = shutil.which("node")
+    if node is None or not (HERE / "node_modules" / "rocketmq-client-nodejs" / "package.json").exists():
+        pytest.skip("node or rocketmq-client-nodejs is not installed (./run test installs them)")
+    topic, _, cg = unique_names("g5n")
+    asyncio.run(make_topic(cluster, topic))
+    done = subprocess.run([node, str(NODE_SCRIPT), cluster.proxy, topic, cg, "3"], capture_output=True, text=True,
+                          timeout=90, cwd=str(HERE), check=False)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout + done.stderr[-4000:]
+    report = json.loads(lines[-1][len("RESULT "):])
+    assert sorted(report["got"]) == sorted(report["sent"])
