@@ -18,7 +18,7 @@ import grpc
 
 from orbitmq.proxy.backend import Backend
 from orbitmq.proxy.clients import ProxyAuth
-from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+from orbitmq.proxy.handlers import generic_handler
 from orbitmq.proxy.service import MessagingService
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class GrpcProxy:
         advertised = self.advertised_host or (self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1")
         self.service = MessagingService(self.backend, (advertised, bound), auth=self.auth,
                                         max_body_size=self.max_body_size, max_delay_ms=self.max_delay_ms)
-        sgrpc.add_MessagingServiceServicer_to_server(self.service, server)
+        server.add_generic_rpc_handlers((generic_handler(self.service),))
         await server.start()
         self._server = server
         self.port = bound

@@ -38,6 +38,7 @@ from orbitmq.proxy import codec
 from orbitmq.proxy.backend import Backend
 from orbitmq.proxy.clients import ClientRegistry, GrpcClient, Metadata, ProxyAuth
 from orbitmq.proxy.codec import GrpcStatusError, ReceiptHandle, TransactionRef
+from orbitmq.proxy.handlers import Malformed
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
 from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
@@ -288,6 +289,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         async def read() -> None:
             try:
                 async for command in request_iterator:
+                    if isinstance(command, Malformed):
+                        outbox.put_nowait(spb.TelemetryCommand(status=command.status()))
+                        continue
                     outbox.put_nowait(await self.on_telemetry(client, command))
             except (grpc.RpcError, asyncio.CancelledError):
                 pass

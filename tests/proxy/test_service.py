@@ -1,0 +1,215 @@
+"""The gRPC front against `orbitmq dev`, through raw apache.rocketmq.v2 calls: routes, and bad input
+answered with the protocol's status codes without disturbing anyone else."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from orbitmq.client import Producer
+from orbitmq.proxy.pb import definition_pb2 as pb
+from orbitmq.proxy.pb import service_pb2 as spb
+from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+from tests.client.helpers import create_topic
+from tests.support.dev import unique_names
+from tests.support.procs import ServerProcess, eventually, orbitmq_command, start_server
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Front:
+    def __init__(self, process: ServerProcess) -> None:
+        self.process = process
+        self.namesrv = process.addresses[0]
+        self.proxy = next(x for x in process.output if x.startswith("proxy listening on ")).split()[-1]
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
+    root: Path = tmp_path_factory.mktemp("grpc-front")
+    process = start_server(orbitmq_command(
+        "dev", "--store", str(root / "store"), "--namesrv-port", "0", "--broker-port", "0", "--host", "127.0.0.1",
+        "--console", "off", "--no-metrics", "--grpc-port", "0",
+    ), listeners=2, cwd=str(root))
+    try:
+        eventually(lambda: any(x.startswith("proxy listening on ") for x in process.output), timeout=30)
+        yield Front(process)
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+async def stub(front: Front) -> AsyncIterator[sgrpc.MessagingServiceStub]:
+    async with grpc.aio.insecure_channel(front.proxy) as channel:
+        yield sgrpc.MessagingServiceStub(channel)
+
+
+def md(client_id: str = "test@1@0@x") -> list[tuple[str, str]]:
+    return [("x-mq-client-id", client_id), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "GRPC_V2"),
+            ("x-mq-client-version", "5.1.2"), ("x-mq-namespace", "")]
+
+
+async def topic_of(front: Front, queues: int = 2) -> str:
+    topic, pg, _ = unique_names("gf")
+    async with Producer(pg, namesrv_addr=front.namesrv) as producer:
+        await create_topic(producer, topic, queues)
+    return topic
+
+
+def message(topic: str, body: bytes = b"x", **sp: Any) -> pb.Message:
+    m = pb.Message(body=body)
+    m.topic.name = topic
+    m.system_properties.message_id = uuid.uuid4().hex.upper()
+    m.system_properties.message_type = pb.NORMAL
+    m.system_properties.body_encoding = pb.IDENTITY
+    for key, value in sp.items():
+        setattr(m.system_properties, key, value)
+    return m
+
+
+async def send(stub: sgrpc.MessagingServiceStub, m: pb.Message) -> spb.SendMessageResponse:
+    return await stub.SendMessage(spb.SendMessageRequest(messages=[m]), metadata=md(), timeout=10)
+
+
+async def test_route_points_every_queue_back_at_the_front(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    topic = await topic_of(front, queues=3)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=9999)])
+    req = spb.QueryRouteRequest(endpoints=endpoints)
+    req.topic.name = topic
+    resp = await stub.QueryRoute(req, metadata=md(), timeout=10)
+    assert resp.status.code == pb.OK
+    assert [q.id for q in resp.message_queues] == [0, 1, 2]
+    for q in resp.message_queues:
+        assert q.permission == pb.READ_WRITE and q.broker.id == 0
+        assert q.broker.endpoints == endpoints  # the access point the client used
+        assert set(q.accept_message_types) == {pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION}
+
+
+async def test_unknown_and_illegal_topics(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    req = spb.QueryRouteRequest()
+    req.topic.name = "no_such_topic_here"
+    assert (await stub.QueryRoute(req, metadata=md(), timeout=10)).status.code == pb.TOPIC_NOT_FOUND
+    req.topic.name = "bad topic!"
+    assert (await stub.QueryRoute(req, metadata=md(), timeout=10)).status.code == pb.ILLEGAL_TOPIC
+    resp = await send(stub, message("no_such_topic_here"))
+    assert resp.status.code == pb.TOPIC_NOT_FOUND and len(resp.entries) == 1
+
+
+async def test_malformed_protobuf_gets_bad_request(front: Front) -> None:
+    async with grpc.aio.insecure_channel(front.proxy) as channel:
+        raw = channel.unary_unary("/apache.rocketmq.v2.MessagingService/SendMessage")
+        answer = spb.SendMessageResponse.FromString(await raw(b"\x0a\xff\xff\xff\xff", metadata=md(), timeout=10))
+        assert answer.status.code == pb.BAD_REQUEST
+        stream = channel.unary_stream("/apache.rocketmq.v2.MessagingService/ReceiveMessage")
+        items = [spb.ReceiveMessageResponse.FromString(x) async for x in stream(b"\x12\x05\x0a", metadata=md(),
+                                                                                  timeout=10)]
+        assert [i.status.code for i in items] == [pb.BAD_REQUEST]
+
+
+async def test_bad_messages_get_their_codes_and_others_keep_sending(
+    front: Front, stub: sgrpc.MessagingServiceStub
+) -> None:
+    topic = await topic_of(front)
+    cases = [
+        (message(topic, b""), pb.MESSAGE_BODY_EMPTY),
+        (message(topic, b"x" * (5 * 1024 * 1024)), pb.MESSAGE_BODY_TOO_LARGE),
+        (message(topic, tag="a|b"), pb.ILLEGAL_MESSAGE_TAG),
+        (message(topic, message_type=pb.FIFO), pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
+        (message(topic, message_id=""), pb.ILLEGAL_MESSAGE_ID),
+    ]
+    far = message(topic, message_type=pb.DELAY)
+    far.system_properties.delivery_timestamp.seconds = int(time.time() * 1000)  # epoch ms put in the seconds
+    cases.append((far, pb.ILLEGAL_DELIVERY_TIME))
+    reserved = message(topic)
+    reserved.user_properties["TAGS"] = "x"
+    cases.append((reserved, pb.ILLEGAL_MESSAGE_PROPERTY_KEY))
+    for m, code in cases:
+        resp = await send(stub, m)
+        assert resp.status.code == code, (code, resp.status)
+    good = await send(stub, message(topic, b"fine"))
+    assert good.status.code == pb.OK and good.entries[0].message_id
+
+
+async def test_a_topic_restricted_by_message_type(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    import subprocess
+
+    topic = await topic_of(front)
+    done = subprocess.run(orbitmq_command("admin", "updateTopic", "-n", front.namesrv, "-c", "DefaultCluster",
+                                          "-t", topic, "-a", "+message.type=FIFO"),
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    async def accepted() -> list[int]:
+        req = spb.QueryRouteRequest()
+        req.topic.name = topic
+        resp = await stub.QueryRoute(req, metadata=md(), timeout=10)
+        return list(resp.message_queues[0].accept_message_types)
+
+    deadline = time.monotonic() + 15
+    while await accepted() != [pb.FIFO] and time.monotonic() < deadline:
+        pass
+    assert await accepted() == [pb.FIFO]
+    assert (await send(stub, message(topic))).status.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    fifo = message(topic, message_type=pb.FIFO, message_group="g1")
+    assert (await send(stub, fifo)).status.code == pb.OK
+
+
+async def test_forged_and_expired_receipt_handles(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    topic = await topic_of(front)
+    group = unique_names("gf")[2]
+    now = int(time.time() * 1000)
+    expired = f"0 {now - 120_000} 60000 0 0 broker-a 0 0 0"
+    for handle, remark in (("forged", "not one"), ("1 2 3", "not one"), (expired, "expired")):
+        ack = spb.AckMessageRequest(entries=[spb.AckMessageEntry(message_id="X", receipt_handle=handle)])
+        ack.group.name = group
+        ack.topic.name = topic
+        resp = await stub.AckMessage(ack, metadata=md(), timeout=10)
+        assert resp.status.code == pb.INVALID_RECEIPT_HANDLE and remark in resp.status.message
+        change = spb.ChangeInvisibleDurationRequest(receipt_handle=handle, message_id="X")
+        change.group.name = group
+        change.topic.name = topic
+        change.invisible_duration.FromSeconds(5)
+        resp2 = await stub.ChangeInvisibleDuration(change, metadata=md(), timeout=10)
+        assert resp2.status.code == pb.INVALID_RECEIPT_HANDLE
+
+
+async def test_other_bad_requests(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    topic = await topic_of(front)
+    end = spb.EndTransactionRequest(message_id="X", transaction_id="nonsense", resolution=pb.COMMIT)
+    end.topic.name = topic
+    assert (await stub.EndTransaction(end, metadata=md(), timeout=10)).status.code == pb.INVALID_TRANSACTION_ID
+    hb = spb.HeartbeatRequest(client_type=pb.PRODUCER)
+    resp = await stub.Heartbeat(hb, metadata=[("x-mq-language", "PYTHON")], timeout=10)
+    assert resp.status.code == pb.CLIENT_ID_REQUIRED
+    recv = spb.ReceiveMessageRequest(batch_size=1)
+    recv.group.name = "some_group"
+    recv.message_queue.topic.name = topic
+    recv.invisible_duration.FromSeconds(1)
+    items = [x async for x in stub.ReceiveMessage(recv, metadata=md(), timeout=10)]
+    assert [i.status.code for i in items] == [pb.ILLEGAL_INVISIBLE_TIME]
+    recv.message_queue.topic.name = "no_such_topic_here"
+    items = [x async for x in stub.ReceiveMessage(recv, metadata=md(), timeout=10)]
+    assert [i.status.code for i in items] == [pb.TOPIC_NOT_FOUND]
+
+
+async def test_telemetry_answers_settings_and_survives_garbage(front: Front) -> None:
+    async with grpc.aio.insecure_channel(front.proxy) as channel:
+        raw = channel.stream_stream("/apache.rocketmq.v2.MessagingService/Telemetry")
+        call = raw(metadata=md("tele@1@0@y"), timeout=20)
+        await call.write(b"\x12\xff\xff")
+        first = spb.TelemetryCommand.FromString(await call.read())
+        assert first.status.code == pb.BAD_REQUEST
+        settings = spb.TelemetryCommand()
+        settings.settings.client_type = pb.PRODUCER
+        settings.settings.publishing.topics.add().name = "whatever"
+        await call.write(settings.SerializeToString())
+        reply = spb.TelemetryCommand.FromString(await call.read())
+        assert reply.status.code == pb.OK
+        assert reply.settings.publishing.max_body_size == 4 * 1024 * 1024 and not reply.settings.metric.on
+        await call.done_writing()
