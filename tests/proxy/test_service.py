@@ -137,10 +137,11 @@ async def test_bad_messages_get_their_codes_and_others_keep_sending(
 
 
 async def test_a_topic_restricted_by_message_type(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    import asyncio
     import subprocess
 
     topic = await topic_of(front)
-    done = subprocess.run(orbitmq_command("admin", "updateTopic", "-n", front.namesrv, "-c", "DefaultCluster",
+    done = await asyncio.to_thread(subprocess.run, orbitmq_command("admin", "updateTopic", "-n", front.namesrv, "-c", "DefaultCluster",
                                           "-t", topic, "-a", "+message.type=FIFO"),
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
