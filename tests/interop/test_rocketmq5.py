@@ -160,9 +160,11 @@ async def test_a_4x_producer_is_read_by_a_5x_simple_consumer(cluster: Cluster) -
     # A new group starts at the end of each queue: let the consumer join first (an empty receive).
     await asyncio.to_thread(run_py, cluster, "receive", topic, cg, 0)
     async with Producer(pg, namesrv_addr=cluster.namesrv) as producer:
-        msg = Message(topic, b"from 4.x", tags="T4", keys=["key4"])
-        msg.put_user_property("origin", "4x")
-        sent = [await producer.send(msg) for _ in range(2)]
+        sent = []
+        for _ in range(2):
+            msg = Message(topic, b"from 4.x", tags="T4", keys=["key4"])
+            msg.put_user_property("origin", "4x")
+            sent.append(await producer.send(msg))
         tp = TransactionProducer(pg + "_tx", _Commit(), namesrv_addr=cluster.namesrv)
         await tp.start()
         try:
