@@ -121,6 +121,16 @@ def main() -> None:
             result = [show(m) for m in got]
         finally:
             c.shutdown()
+    elif scenario == "linger":
+        # A consumer that stays online until its stdin closes (the admin tools list it meanwhile).
+        c = simple(endpoint, topic, group)
+        try:
+            c.receive(1, 10)
+            print("READY " + c.client_id, flush=True)
+            sys.stdin.read()
+        finally:
+            c.shutdown()
+        result = "bye"
     elif scenario == "simple_roundtrip":
         c = simple(endpoint, topic, group)
         try:

@@ -255,6 +255,33 @@ async def _fifo_topic(cluster: Cluster, topic: str) -> None:
                  "-a", "+message.type=FIFO")
 
 
+def test_admin_lists_a_5x_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    asyncio.run(make_topic(cluster, topic))
+    env = dict(os.environ, HOME=str(cluster.root))
+    child = subprocess.Popen([sys.executable, str(PY_SCRIPT), "linger", cluster.proxy, topic, cg],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=str(cluster.root))
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline()
+        assert ready.startswith("READY "), ready
+        client_id = ready.split()[1]
+
+        def listed() -> bool:
+            done = subprocess.run(orbitmq_command("admin", "consumerConnection", "-n", cluster.namesrv, "-g", cg),
+                                  capture_output=True, text=True, timeout=30, check=False)
+            return client_id in done.stdout and "CONSUME_POP" in done.stdout
+
+        eventually(listed, timeout=30, interval=1, message="the gRPC consumer is not listed")
+        progress = subprocess.run(orbitmq_command("admin", "consumerProgress", "-n", cluster.namesrv, "-g", cg),
+                                  capture_output=True, text=True, timeout=30, check=False)
+        assert progress.returncode == 0 and topic in progress.stdout, progress.stdout + progress.stderr
+    finally:
+        child.communicate("", timeout=30)
+        if child.poll() is None:
+            child.kill()
+
+
 # --- the Node.js client ---------------------------------------------------------------------------
 
 
