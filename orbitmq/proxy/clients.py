@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 
 #: A client silent for this long is forgotten (as the Apache proxy does).
 CLIENT_EXPIRY_SECONDS = 120.0
+#: Seconds the proxy waits for a client's answer to a stack-trace or verify command.
+ASK_TIMEOUT_SECONDS = 5.0
 
 _LANGUAGES = {"JAVA": LanguageCode.JAVA, "CPP": LanguageCode.CPP, "DOTNET": LanguageCode.DOTNET,
               "DOT_NET": LanguageCode.DOTNET, "PYTHON": LanguageCode.PYTHON, "GOLANG": LanguageCode.GO,
@@ -129,8 +132,10 @@ class GrpcClient:
     topics: set[str] = field(default_factory=set)
     subscriptions: dict[str, pb.FilterExpression] = field(default_factory=dict)
     streams: list[asyncio.Queue[spb.TelemetryCommand | None]] = field(default_factory=list)
-    answers: dict[str, str] = field(default_factory=dict)
+    #: Nonce -> the future a server-initiated command (stack trace, verify) waits on.
+    waiters: dict[str, asyncio.Future[str]] = field(default_factory=dict)
     last_seen: float = field(default_factory=time.monotonic)
+    started_ms: float = field(default_factory=lambda: time.time() * 1000)
     remoting: RemotingClient | None = None
     registry: ClientRegistry | None = None
 
@@ -185,6 +190,8 @@ class GrpcClient:
         if self.remoting is None:
             self.remoting = registry.backend.new_remoting(self.creds)
             self.remoting.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
+            self.remoting.register(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_running_info)
+            self.remoting.register(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_directly)
         body = orjson.dumps(self.heartbeat_data())
         language = _LANGUAGES.get(self.md.language.upper(), LanguageCode.OTHER)
         for addr in sorted(addrs):
@@ -228,6 +235,76 @@ class GrpcClient:
         command.recover_orphaned_transaction_command.transaction_id = ref.encode()
         self.streams[0].put_nowait(command)
         return None
+
+    def answered(self, nonce: str, text: str) -> None:
+        """A client's answer (ThreadStackTrace, VerifyMessageResult) to a command of ours."""
+        waiter = self.waiters.pop(nonce, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(text)
+
+    async def ask(self, command: spb.TelemetryCommand, nonce: str, timeout: float = ASK_TIMEOUT_SECONDS) -> str | None:
+        """Write `command` on the client's Telemetry stream and wait for the answer with `nonce` (None: none came)."""
+        if not self.streams:
+            return None
+        waiter: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.waiters[nonce] = waiter
+        self.streams[0].put_nowait(command)
+        try:
+            return await asyncio.wait_for(waiter, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            self.waiters.pop(nonce, None)
+
+    async def _on_running_info(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """GET_CONSUMER_RUNNING_INFO (`orbitmq admin consumerStatus`): the client's subscription, and its
+        threads' stacks asked through PrintThreadStackTraceCommand when jstack is wanted."""
+        fields = request.ext_fields or {}
+        if fields.get("consumerGroup") != self.group:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"The Consumer Group <{fields.get('consumerGroup')}> not exist in this consumer")
+        data = self.heartbeat_data()["consumerDataSet"]
+        info: dict[str, Any] = {
+            "properties": {
+                "PROP_CONSUME_TYPE": "CONSUME_POP",
+                "PROP_CONSUMEORDERLY": "false",
+                "PROP_CLIENT_VERSION": f"{self.md.language or 'UNKNOWN'} {self.md.version}".strip(),
+                "PROP_NAMESERVER_ADDR": "",
+                "PROP_CONSUMER_START_TIMESTAMP": str(int(self.started_ms)),
+            },
+            "subscriptionSet": data[0]["subscriptionDataSet"] if data else [],
+            "mqTable": {},
+            "statusTable": {},
+        }
+        if fields.get("jstackEnable") == "true":
+            nonce = uuid.uuid4().hex
+            command = spb.TelemetryCommand()
+            command.print_thread_stack_trace_command.nonce = nonce
+            text = await self.ask(command, nonce)
+            info["jstack"] = text if text is not None else "(the RocketMQ 5 client sent no stack trace)"
+        return request.response(body=orjson.dumps(info))
+
+    async def _on_consume_directly(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
+        """CONSUME_MESSAGE_DIRECTLY: a VerifyMessageCommand on the Telemetry stream, answered by the client."""
+        try:
+            msgs = list(iter_records(request.body_bytes()))
+        except (CorruptRecord, ValueError) as exc:
+            return request.response(ResponseCode.SYSTEM_ERROR, f"unreadable message in the request body: {exc}")
+        if not msgs:
+            return request.response(ResponseCode.SYSTEM_ERROR, "the request body holds no message")
+        started = time.monotonic()
+        nonce = uuid.uuid4().hex
+        command = spb.TelemetryCommand()
+        command.verify_message_command.nonce = nonce
+        command.verify_message_command.message.CopyFrom(codec.to_grpc(msgs[0], namespace=self.md.namespace))
+        answer = await self.ask(command, nonce)
+        if answer is None:
+            return request.response(ResponseCode.SYSTEM_ERROR,
+                                    f"the RocketMQ 5 client {self.client_id} did not verify the message")
+        return request.response(body=orjson.dumps({
+            "autoCommit": True, "consumeResult": "CR_SUCCESS", "order": False, "remark": answer,
+            "spentTimeMills": int((time.monotonic() - started) * 1000),
+        }))
 
     async def close(self) -> None:
         for stream in list(self.streams):

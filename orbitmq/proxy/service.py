@@ -292,7 +292,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                     if isinstance(command, Malformed):
                         outbox.put_nowait(spb.TelemetryCommand(status=command.status()))
                         continue
-                    outbox.put_nowait(await self.on_telemetry(client, command))
+                    reply = await self.on_telemetry(client, command)
+                    if reply is not None:
+                        outbox.put_nowait(reply)
             except (grpc.RpcError, asyncio.CancelledError):
                 pass
             except Exception as exc:  # noqa: BLE001 - a broken command must not break the stream
@@ -312,18 +314,17 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             if outbox in client.streams:
                 client.streams.remove(outbox)
 
-    async def on_telemetry(self, client: GrpcClient, command: spb.TelemetryCommand) -> spb.TelemetryCommand:
+    async def on_telemetry(self, client: GrpcClient, command: spb.TelemetryCommand) -> spb.TelemetryCommand | None:
+        """The answer to one command a client wrote (None for its answers to our own commands)."""
         which = command.WhichOneof("command")
         if which == "settings":
             return spb.TelemetryCommand(status=_OK, settings=await self.settings_reply(client, command.settings))
         if which == "thread_stack_trace":
-            log.info("client %s stack trace (nonce %s):\n%s", client.client_id, command.thread_stack_trace.nonce,
-                     command.thread_stack_trace.thread_stack_trace)
-            client.answers[command.thread_stack_trace.nonce] = command.thread_stack_trace.thread_stack_trace
-            return spb.TelemetryCommand(status=_OK)
+            client.answered(command.thread_stack_trace.nonce, command.thread_stack_trace.thread_stack_trace)
+            return None
         if which == "verify_message_result":
-            client.answers[command.verify_message_result.nonce] = "verified"
-            return spb.TelemetryCommand(status=_OK)
+            client.answered(command.verify_message_result.nonce, "verified by the client")
+            return None
         return spb.TelemetryCommand(status=status(pb.BAD_REQUEST, f"telemetry command {which} is not one a client sends"))
 
     async def settings_reply(self, client: GrpcClient, settings: pb.Settings) -> pb.Settings:

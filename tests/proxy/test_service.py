@@ -214,3 +214,46 @@ async def test_telemetry_answers_settings_and_survives_garbage(front: Front) -> 
         assert reply.status.code == pb.OK
         assert reply.settings.publishing.max_body_size == 4 * 1024 * 1024 and not reply.settings.metric.on
         await call.done_writing()
+
+
+async def test_admin_consumer_status_asks_a_grpc_client_for_its_stacks(
+    front: Front, stub: sgrpc.MessagingServiceStub
+) -> None:
+    import asyncio
+    import subprocess
+
+    topic = await topic_of(front)
+    group = unique_names("gf")[2]
+    client_id = f"stack@1@0@{uuid.uuid4().hex[:6]}"
+    async with grpc.aio.insecure_channel(front.proxy) as channel:
+        telemetry = sgrpc.MessagingServiceStub(channel).Telemetry(metadata=md(client_id), timeout=40)
+        settings = spb.TelemetryCommand()
+        settings.settings.client_type = pb.SIMPLE_CONSUMER
+        settings.settings.subscription.group.name = group
+        entry = settings.settings.subscription.subscriptions.add()
+        entry.topic.name = topic
+        entry.expression.expression = "*"
+        await telemetry.write(settings)
+        assert (await telemetry.read()).status.code == pb.OK
+        hb = spb.HeartbeatRequest(client_type=pb.SIMPLE_CONSUMER)
+        hb.group.name = group
+        assert (await stub.Heartbeat(hb, metadata=md(client_id), timeout=10)).status.code == pb.OK
+
+        async def answer_one() -> str:
+            command = await telemetry.read()
+            nonce = command.print_thread_stack_trace_command.nonce
+            reply = spb.TelemetryCommand()
+            reply.thread_stack_trace.nonce = nonce
+            reply.thread_stack_trace.thread_stack_trace = "STACK-OF-THE-GRPC-CLIENT"
+            await telemetry.write(reply)
+            return nonce
+
+        answering = asyncio.create_task(answer_one())
+        done = await asyncio.to_thread(
+            subprocess.run, orbitmq_command("admin", "consumerStatus", "-n", front.namesrv, "-g", group,
+                                            "-i", client_id, "-s"),
+            capture_output=True, text=True, timeout=30, check=False)
+        assert await asyncio.wait_for(answering, 10)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "STACK-OF-THE-GRPC-CLIENT" in done.stdout and "CONSUME_POP" in done.stdout
+        await telemetry.done_writing()
