@@ -98,6 +98,8 @@ def _broker_status(exc: BrokerError | int, remark: str | None = None) -> GrpcSta
         POLLING_FULL: pb.TOO_MANY_REQUESTS,
         INVALID_PARAMETER: pb.BAD_REQUEST,
     }
+    if code == ResponseCode.SYSTEM_ERROR and text.startswith("No permission"):
+        return GrpcStatusError(pb.FORBIDDEN, text)  # the broker's ACL refusal (SYSTEM_ERROR, as RocketMQ 4.x)
     return GrpcStatusError(table.get(code, pb.INTERNAL_SERVER_ERROR), text)
 
 
