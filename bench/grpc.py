@@ -1,0 +1,206 @@
+"""gRPC front benchmark: RocketMQ 5 protocol beside the 4.x remoting path on the same broker.
+
+    python -m bench.grpc [--quick] [--messages N] [--inflight 64] [--size 1024]
+
+Starts `orbitmq dev` (its in-process gRPC front on a free port) in a child process, makes an
+8-queue topic, and measures from this process:
+
+* grpc send      SendMessage, one message per call (as the official clients send), N in flight
+* remoting send  orbitmq.client.Producer.send over SEND_MESSAGE_V2, the same number in flight
+* grpc receive   ReceiveMessage (batches of 32, 4 receivers) + AckMessage of each batch, draining
+                 N messages the group was waiting for (POP underneath)
+* remoting pull  LitePullConsumer draining the same N messages with PULL_MESSAGE
+
+Figures are messages per second of wall time (the broker, the proxy and this load generator
+share the machine's cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from typing import Any
+
+import grpc
+
+from orbitmq.client import LitePullConsumer, Message, Producer
+from orbitmq.proxy.pb import definition_pb2 as pb
+from orbitmq.proxy.pb import service_pb2 as spb
+from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+
+MD = [("x-mq-client-id", f"bench@{os.getpid()}@0@grpc"), ("x-mq-language", "PYTHON"), ("x-mq-namespace", "")]
+
+
+def start_dev(root: str) -> tuple[subprocess.Popen[str], str, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orbitmq", "dev", "--store", os.path.join(root, "store"), "--namesrv-port", "0",
+         "--broker-port", "0", "--no-metrics", "--console", "off", "--grpc-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    namesrv = proxy = ""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while not (namesrv and proxy):
+        line = proc.stdout.readline()
+        if not line or time.monotonic() > deadline:
+            proc.kill()
+            raise SystemExit("orbitmq dev did not start")
+        if line.startswith("namesrv listening on "):
+            namesrv = line.split()[-1]
+        elif line.startswith("proxy listening on "):
+            proxy = line.split()[-1]
+    return proc, namesrv, proxy
+
+
+def grpc_message(topic: str, body: bytes) -> pb.Message:
+    m = pb.Message(body=body)
+    m.topic.name = topic
+    m.system_properties.message_id = uuid.uuid4().hex.upper()
+    m.system_properties.message_type = pb.NORMAL
+    m.system_properties.body_encoding = pb.IDENTITY
+    m.system_properties.born_timestamp.GetCurrentTime()
+    return m
+
+
+async def grpc_send(proxy: str, topic: str, n: int, inflight: int, body: bytes) -> float:
+    async with grpc.aio.insecure_channel(proxy) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        left = n
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                resp = await stub.SendMessage(spb.SendMessageRequest(messages=[grpc_message(topic, body)]),
+                                              metadata=MD, timeout=10)
+                if resp.status.code != pb.OK:
+                    raise SystemExit(f"gRPC send failed: {resp.status}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(inflight)))
+        return n / (time.perf_counter() - started)
+
+
+async def remoting_send(namesrv: str, topic: str, n: int, inflight: int, body: bytes) -> float:
+    async with Producer(f"bench_pg_{uuid.uuid4().hex[:6]}", namesrv_addr=namesrv) as producer:
+        await producer.send(Message(topic, body))  # routes and connections first
+        left = n
+
+        async def worker() -> None:
+            nonlocal left
+            while left > 0:
+                left -= 1
+                await producer.send(Message(topic, body))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(inflight)))
+        return n / (time.perf_counter() - started)
+
+
+def receive_request(topic: str, group: str) -> spb.ReceiveMessageRequest:
+    req = spb.ReceiveMessageRequest(batch_size=32)
+    req.group.name = group
+    req.message_queue.topic.name = topic
+    req.filter_expression.expression = "*"
+    req.invisible_duration.FromSeconds(60)
+    req.long_polling_timeout.FromSeconds(5)
+    return req
+
+
+async def grpc_join(proxy: str, topic: str, group: str) -> None:
+    async with grpc.aio.insecure_channel(proxy) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        async for _ in stub.ReceiveMessage(receive_request(topic, group), metadata=MD, timeout=30):
+            pass
+
+
+async def grpc_receive(proxy: str, topic: str, group: str, n: int) -> float:
+    async with grpc.aio.insecure_channel(proxy) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        got = 0
+
+        async def receiver() -> None:
+            nonlocal got
+            while got < n:
+                entries: list[spb.AckMessageEntry] = []
+                async for item in stub.ReceiveMessage(receive_request(topic, group), metadata=MD, timeout=30):
+                    if item.HasField("message"):
+                        sp = item.message.system_properties
+                        entries.append(spb.AckMessageEntry(message_id=sp.message_id, receipt_handle=sp.receipt_handle))
+                if entries:
+                    ack = spb.AckMessageRequest(entries=entries)
+                    ack.group.name = group
+                    ack.topic.name = topic
+                    resp = await stub.AckMessage(ack, metadata=MD, timeout=10)
+                    if resp.status.code not in (pb.OK, pb.MULTIPLE_RESULTS):
+                        raise SystemExit(f"ack failed: {resp.status}")
+                    got += len(entries)
+                elif got < n:
+                    continue
+
+        started = time.perf_counter()
+        await asyncio.gather(*(receiver() for _ in range(4)))
+        return got / (time.perf_counter() - started)
+
+
+async def remoting_pull(namesrv: str, topic: str, n: int) -> float:
+    consumer = LitePullConsumer(f"bench_pull_{uuid.uuid4().hex[:6]}", namesrv_addr=namesrv,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    await consumer.start()
+    try:
+        got = 0
+        started = time.perf_counter()
+        while got < n:
+            got += len(await consumer.poll(timeout=5) or [])
+        return got / (time.perf_counter() - started)
+    finally:
+        await consumer.shutdown()
+
+
+async def run(args: Any) -> dict[str, float]:
+    root = tempfile.mkdtemp(prefix="bench-grpc-")
+    proc, namesrv, proxy = start_dev(root)
+    try:
+        body = os.urandom(args.size)
+        topic = "BenchGrpc"
+        async with Producer("bench_admin", namesrv_addr=namesrv) as admin:
+            await admin.create_topic("TBW102", topic, 8)
+        group = "bench_grpc_receivers"
+        await grpc_join(proxy, topic, group)  # a new POP group starts at the end of each queue
+        out = {
+            "grpc send": await grpc_send(proxy, topic, args.messages, args.inflight, body),
+            "remoting send": await remoting_send(namesrv, topic, args.messages, args.inflight, body),
+        }
+        # The group waits for 2N + 1 messages (both sends); drain N through gRPC, N by pull elsewhere.
+        out["grpc receive"] = await grpc_receive(proxy, topic, group, args.messages)
+        out["remoting pull"] = await remoting_pull(namesrv, topic, args.messages)
+        return out
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="2,000 messages")
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--inflight", type=int, default=64)
+    parser.add_argument("--size", type=int, default=1024)
+    args = parser.parse_args()
+    if args.quick:
+        args.messages = 2_000
+    figures = asyncio.run(run(args))
+    print(f"{args.messages} messages of {args.size} B, {args.inflight} sends in flight")
+    for name, rate in figures.items():
+        print(f"  {name:<14} {rate:>10,.0f} msg/s")
+
+
+if __name__ == "__main__":
+    main()
