@@ -200,7 +200,7 @@ async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False) -> Grpc
         list(config.namesrv_addrs), config.listen_host or "0.0.0.0", config.grpc_server_port,
         advertised_host=config.advertised_ip, acl=acl_loader(config.acl_file) if config.acl_enable else None,
         max_body_size=config.store.max_message_size, max_delay_ms=config.timer_max_delay_sec * 1000,
-        give_way=give_way,
+        give_way=give_way, ssl_context=config.tls.client_context(),
     )
     try:
         host, port = await proxy.start()

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import grpc
@@ -45,12 +45,13 @@ class GrpcProxy:
         max_body_size: int = 4 * 1024 * 1024,
         max_delay_ms: int = 86_400_000,
         give_way: bool = False,
+        ssl_context: Any = None,
     ) -> None:
         self.give_way = give_way
         self.host = host
         self.port = port
         self.advertised_host = advertised_host
-        self.backend = Backend(namesrv_addrs)
+        self.backend = Backend(namesrv_addrs, ssl_context=ssl_context)  # TLS to brokers and NameServers
         self.auth = ProxyAuth(acl)
         self.max_body_size = max_body_size
         self.max_delay_ms = max_delay_ms

@@ -257,3 +257,25 @@ async def test_admin_consumer_status_asks_a_grpc_client_for_its_stacks(
         assert done.returncode == 0, done.stdout + done.stderr
         assert "STACK-OF-THE-GRPC-CLIENT" in done.stdout and "CONSUME_POP" in done.stdout
         await telemetry.done_writing()
+
+
+async def test_orbitmq_proxy_serves_a_cluster_through_its_nameserver(front: Front) -> None:
+    """`orbitmq proxy` as its own process (RocketMQ 5's cluster mode) in front of the dev broker."""
+    proxy = start_server(orbitmq_command("proxy", "--namesrv", front.namesrv, "--port", "0"), listeners=0)
+    try:
+        eventually(lambda: any(x.startswith("proxy listening on ") for x in proxy.output), timeout=30)
+        addr = next(x for x in proxy.output if x.startswith("proxy listening on ")).split()[-1]
+        assert addr != front.proxy
+        topic = await topic_of(front)
+        async with grpc.aio.insecure_channel(addr) as channel:
+            own = sgrpc.MessagingServiceStub(channel)
+            req = spb.QueryRouteRequest()
+            req.topic.name = topic
+            route = await own.QueryRoute(req, metadata=md(), timeout=10)
+            assert route.status.code == pb.OK and len(route.message_queues) == 2
+            assert route.message_queues[0].broker.endpoints.addresses[0].port == int(addr.rsplit(":", 1)[1])
+            sent = await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"via cluster proxy")]),
+                                         metadata=md(), timeout=10)
+            assert sent.status.code == pb.OK
+    finally:
+        assert proxy.stop() == 0
