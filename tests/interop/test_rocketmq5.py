@@ -165,14 +165,16 @@ async def test_a_4x_producer_is_read_by_a_5x_simple_consumer(cluster: Cluster) -
             msg = Message(topic, b"from 4.x", tags="T4", keys=["key4"])
             msg.put_user_property("origin", "4x")
             sent.append(await producer.send(msg))
+        big = await producer.send(Message(topic, b"z" * 6000))  # compressed by the 4.x producer (over 4 KiB)
         tp = TransactionProducer(pg + "_tx", _Commit(), namesrv_addr=cluster.namesrv)
         await tp.start()
         try:
             await tp.send_message_in_transaction(Message(topic, b"tx from 4.x"), None)
         finally:
             await tp.shutdown()
-    got = await asyncio.to_thread(run_py, cluster, "receive", topic, cg, 3)
-    assert sorted(m["body"] for m in got) == ["from 4.x", "from 4.x", "tx from 4.x"]
+    got = await asyncio.to_thread(run_py, cluster, "receive", topic, cg, 4)
+    assert sorted(m["body"] for m in got) == ["from 4.x", "from 4.x", "tx from 4.x", "z" * 6000]
+    assert [m["id"] for m in got if m["body"] == "z" * 6000] == [big.msg_id]
     plain = [m for m in got if m["body"] == "from 4.x"]
     assert sorted(m["id"] for m in plain) == sorted(r.msg_id for r in sent)
     assert plain[0]["tag"] == "T4" and plain[0]["keys"] == ["key4"] and plain[0]["props"] == {"origin": "4x"}

@@ -279,3 +279,48 @@ async def test_orbitmq_proxy_serves_a_cluster_through_its_nameserver(front: Fron
             assert sent.status.code == pb.OK
     finally:
         assert proxy.stop() == 0
+
+
+async def _receive(stub: sgrpc.MessagingServiceStub, topic: str, group: str) -> list[spb.ReceiveMessageResponse]:
+    req = spb.ReceiveMessageRequest(batch_size=8)
+    req.group.name = group
+    req.message_queue.topic.name = topic
+    req.filter_expression.expression = "*"
+    req.invisible_duration.FromSeconds(30)
+    req.long_polling_timeout.FromSeconds(5)
+    return [x async for x in stub.ReceiveMessage(req, metadata=md(), timeout=20)]
+
+
+async def test_a_message_forwarded_to_the_dead_letter_queue(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    from orbitmq.client import LitePullConsumer
+
+    topic = await topic_of(front)
+    group = unique_names("gf")[2]
+    assert [i.status.code for i in await _receive(stub, topic, group)] == [pb.MESSAGE_NOT_FOUND]  # joins
+    assert (await send(stub, message(topic, b"poison"))).status.code == pb.OK
+    items: list[spb.ReceiveMessageResponse] = []
+    deadline = time.monotonic() + 20
+    while not any(i.HasField("message") for i in items) and time.monotonic() < deadline:
+        items = await _receive(stub, topic, group)
+    assert items[0].status.code == pb.OK
+    got = [i.message for i in items if i.HasField("message")]
+    assert [m.body for m in got] == [b"poison"] and got[0].system_properties.delivery_attempt == 1
+    sp = got[0].system_properties
+    fwd = spb.ForwardMessageToDeadLetterQueueRequest(receipt_handle=sp.receipt_handle, message_id=sp.message_id,
+                                                     delivery_attempt=1, max_delivery_attempts=1)
+    fwd.group.name = group
+    fwd.topic.name = topic
+    assert (await stub.ForwardMessageToDeadLetterQueue(fwd, metadata=md(), timeout=10)).status.code == pb.OK
+    reader = LitePullConsumer(group + "_dlq", namesrv_addr=front.namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    reader.subscribe(f"%DLQ%{group}", "*")
+    await reader.start()
+    try:
+        dlq: list[Any] = []
+        deadline = time.monotonic() + 20
+        while not dlq and time.monotonic() < deadline:
+            dlq = await reader.poll(timeout=2) or []
+        assert [m.body for m in dlq] == [b"poison"]
+    finally:
+        await reader.shutdown()
+    # Acked as it moved: the group has nothing left.
+    assert [i.status.code for i in await _receive(stub, topic, group)] == [pb.MESSAGE_NOT_FOUND]
