@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_GRPC_PORT = 8081
-#: Seconds between scans for silent clients.
+#: Seconds between scans for silent clients, and for auto-renewed messages falling due.
 EXPIRY_SCAN_SECONDS = 10.0
+RENEW_SCAN_SECONDS = 5.0
 #: Largest gRPC message accepted (a 4 MiB body plus properties and framing).
 MAX_GRPC_MESSAGE = 8 * 1024 * 1024
 
@@ -48,6 +50,7 @@ class GrpcProxy:
         ssl_context: Any = None,
     ) -> None:
         self.give_way = give_way
+        self.renew_scan_seconds = RENEW_SCAN_SECONDS
         self.host = host
         self.port = port
         self.advertised_host = advertised_host
@@ -84,13 +87,21 @@ class GrpcProxy:
         return self.host, bound
 
     async def _expire_loop(self) -> None:
+        """Renew auto-renewed messages due soon (every renew_scan_seconds); forget silent clients."""
+        last_expiry = time.monotonic()
         while True:
-            await asyncio.sleep(EXPIRY_SCAN_SECONDS)
-            if self.service is not None:
-                try:
-                    await self.service.clients.expire()
-                except Exception:
-                    log.exception("client expiry scan failed")
+            await asyncio.sleep(self.renew_scan_seconds)
+            if self.service is None:
+                continue
+            try:
+                await self.service.renew_due()
+                if time.monotonic() - last_expiry >= EXPIRY_SCAN_SECONDS:
+                    last_expiry = time.monotonic()
+                    gone = await self.service.clients.expire()
+                    for key in [k for k in self.service.renewals if k[0] in gone]:
+                        self.service.renewals.pop(key, None)
+            except Exception:
+                log.exception("the proxy's renewal and expiry scan failed")
 
     async def close(self) -> None:
         if self._expiry is not None:

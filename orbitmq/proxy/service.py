@@ -23,6 +23,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -67,12 +68,26 @@ MAX_POLL_MS = 20_000
 MIN_INVISIBLE_MS = 10_000
 MAX_INVISIBLE_MS = 12 * 3600_000
 AUTO_RENEW_INVISIBLE_MS = 60_000
+#: Auto-renewed handles due within this window are renewed; renewal stops after MAX_RENEW_MS.
+RENEW_WINDOW_MS = 10_000
+MAX_RENEW_MS = 3 * 3600_000
 #: Retry policy handed to consumers (and used to send exhausted messages to the DLQ).
 MAX_DELIVERY_ATTEMPTS = 17
 #: Producers' attempts (the settings' exponential backoff).
 SEND_ATTEMPTS = 3
 
 _OK = pb.Status(code=pb.OK, message="OK")
+
+
+@dataclass(slots=True)
+class Renewal:
+    """A message received with auto_renew that the proxy keeps invisible until the client acks or nacks it."""
+
+    md: Metadata
+    topic: str
+    handle: ReceiptHandle
+    started: float
+    count: int = 0
 
 
 def status(code: int, message: str) -> pb.Status:
@@ -138,6 +153,11 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         self.max_delay_ms = max_delay_ms
         self.clients = ClientRegistry(backend, self)
         self._rr = 0
+        #: Invisible time of a receive with auto_renew and no duration; renewed while within `renew_window_ms`.
+        self.auto_renew_ms = AUTO_RENEW_INVISIBLE_MS
+        self.renew_window_ms = RENEW_WINDOW_MS
+        #: (client id, group, message id) -> the newest handle of a message the proxy keeps invisible.
+        self.renewals: dict[tuple[str, str, str], Renewal] = {}
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -499,7 +519,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                     raise GrpcStatusError(pb.ILLEGAL_INVISIBLE_TIME,
                                           "the invisible duration must be between 10 s and 12 h")
             elif request.auto_renew:
-                invisible = AUTO_RENEW_INVISIBLE_MS
+                invisible = self.auto_renew_ms
             else:
                 raise GrpcStatusError(pb.ILLEGAL_INVISIBLE_TIME, "no invisible duration and no auto renew")
             if request.batch_size <= 0:
@@ -547,6 +567,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             return
         rfields = dict(resp.ext_fields or {})
         handles = codec.handles_from_pop(rfields, msgs, broker_name)
+        renew = request.auto_renew and not request.HasField("invisible_duration")
         if not msgs:
             yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
             return
@@ -558,10 +579,12 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 except Exception as exc:  # noqa: BLE001
                     log.warning("cannot move message %s of %s to the DLQ: %s", msg.msg_id, group, exc)
                 continue
-            yield spb.ReceiveMessageResponse(
-                message=codec.to_grpc(msg, namespace=request.message_queue.topic.resource_namespace, topic=topic,
-                                      receipt_handle=handle.encode(), invisible_ms=handle.invisible_time)
-            )
+            out = codec.to_grpc(msg, namespace=request.message_queue.topic.resource_namespace, topic=topic,
+                                receipt_handle=handle.encode(), invisible_ms=handle.invisible_time)
+            if renew:
+                key = (md.client_id, group, out.system_properties.message_id)
+                self.renewals[key] = Renewal(md, topic, handle, time.monotonic())
+            yield spb.ReceiveMessageResponse(message=out)
         ts = Timestamp()
         ts.GetCurrentTime()
         yield spb.ReceiveMessageResponse(delivery_timestamp=ts)
@@ -599,8 +622,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             results: list[spb.AckMessageResultEntry] = []
             for entry in request.entries:
                 try:
-                    await self._handle_call(md, request.group.name, request.topic.name, entry.receipt_handle,
-                                            ACK_MESSAGE)
+                    handle = self._latest_handle(md, request.group.name, entry.message_id, entry.receipt_handle)
+                    await self._handle_call(md, request.group.name, request.topic.name, handle, ACK_MESSAGE)
                     st = _OK
                 except Exception as exc:  # noqa: BLE001
                     st = _error_status(exc)
@@ -622,18 +645,54 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             invisible = _ms(request.invisible_duration)
             if not 0 <= invisible <= MAX_INVISIBLE_MS:
                 raise GrpcStatusError(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be between 0 and 12 h")
+            current = self._latest_handle(md, request.group.name, request.message_id, request.receipt_handle)
             handle, resp = await self._handle_call(
-                md, request.group.name, request.topic.name, request.receipt_handle, CHANGE_MESSAGE_INVISIBLETIME,
+                md, request.group.name, request.topic.name, current, CHANGE_MESSAGE_INVISIBLETIME,
                 {"invisibleTime": str(invisible)},
             )
-            f = resp.ext_fields or {}
-            new = ReceiptHandle(handle.offset, int(f.get("popTime") or time.time() * 1000),
-                                int(f.get("invisibleTime") or invisible), int(f.get("reviveQid") or handle.revive_qid),
-                                handle.topic_type, handle.broker_name, handle.queue_id, handle.offset,
-                                handle.commit_log_offset)
+            new = self._changed_handle(handle, resp, invisible)
             return spb.ChangeInvisibleDurationResponse(status=_OK, receipt_handle=new.encode())
         except Exception as exc:  # noqa: BLE001
             return spb.ChangeInvisibleDurationResponse(status=_error_status(exc), receipt_handle=request.receipt_handle)
+
+    def _latest_handle(self, md: Metadata, group: str, message_id: str, given: str) -> str:
+        """The handle to use for a client's ack or change: the proxy's newest one when it renews the message
+        (the client still holds the first), and renewal stops there."""
+        renewal = self.renewals.pop((md.client_id, group, message_id), None)
+        return given if renewal is None else renewal.handle.encode()
+
+    async def renew_due(self) -> int:
+        """Renew the auto-renewed handles that fall due soon (CHANGE_MESSAGE_INVISIBLETIME); the count renewed."""
+        now_ms = int(time.time() * 1000)
+        renewed = 0
+        for key, renewal in list(self.renewals.items()):
+            if renewal.handle.next_visible_time - now_ms > self.renew_window_ms:
+                continue
+            if (time.monotonic() - renewal.started) * 1000 > MAX_RENEW_MS or renewal.md.client_id not in \
+                    self.clients.clients:
+                self.renewals.pop(key, None)  # left to expire and come back
+                continue
+            try:
+                handle, resp = await self._handle_call(
+                    renewal.md, key[1], renewal.topic, renewal.handle.encode(), CHANGE_MESSAGE_INVISIBLETIME,
+                    {"invisibleTime": str(self.auto_renew_ms)})
+            except Exception as exc:  # noqa: BLE001 - one failed renewal must not stop the others
+                log.info("cannot renew message %s of %s: %s", key[2], key[1], _error_status(exc).message)
+                self.renewals.pop(key, None)
+                continue
+            if self.renewals.get(key) is renewal:  # not acked meanwhile
+                renewal.handle = self._changed_handle(handle, resp, self.auto_renew_ms)
+                renewal.count += 1
+                renewed += 1
+        return renewed
+
+    @staticmethod
+    def _changed_handle(handle: ReceiptHandle, resp: Any, invisible: int) -> ReceiptHandle:
+        f = resp.ext_fields or {}
+        return ReceiptHandle(handle.offset, int(f.get("popTime") or time.time() * 1000),
+                             int(f.get("invisibleTime") or invisible), int(f.get("reviveQid") or handle.revive_qid),
+                             handle.topic_type, handle.broker_name, handle.queue_id, handle.offset,
+                             handle.commit_log_offset)
 
     async def _to_dlq(
         self, md: Metadata, group: str, topic: str, handle: ReceiptHandle, message_id: str, max_attempts: int

@@ -324,3 +324,64 @@ async def test_a_message_forwarded_to_the_dead_letter_queue(front: Front, stub: 
         await reader.shutdown()
     # Acked as it moved: the group has nothing left.
     assert [i.status.code for i in await _receive(stub, topic, group)] == [pb.MESSAGE_NOT_FOUND]
+
+
+async def test_auto_renew_keeps_a_message_hidden_and_the_first_handle_still_acks(front: Front) -> None:
+    """A receive with auto_renew and no invisible duration (PushConsumer): the proxy renews the message
+    until the client acks it, and swaps the client's first handle for its newest one."""
+    import asyncio
+
+    from orbitmq.proxy.server import GrpcProxy
+
+    proxy = GrpcProxy([front.namesrv], "127.0.0.1", 0)
+    proxy.renew_scan_seconds = 0.2
+    await proxy.start()
+    assert proxy.service is not None
+    service = proxy.service
+    service.auto_renew_ms, service.renew_window_ms = 2_000, 1_000
+    try:
+        topic = await topic_of(front)
+        group = unique_names("gf")[2]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
+            own = sgrpc.MessagingServiceStub(channel)
+            hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
+            hb.group.name = group
+            assert (await own.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+
+            async def receive(auto: bool) -> list[pb.Message]:
+                req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
+                req.group.name = group
+                req.message_queue.topic.name = topic
+                req.filter_expression.expression = "*"
+                if not auto:
+                    req.invisible_duration.FromSeconds(10)
+                req.long_polling_timeout.FromSeconds(5)
+                items = [x async for x in own.ReceiveMessage(req, metadata=md(), timeout=20)]
+                return [i.message for i in items if i.HasField("message")]
+
+            assert await receive(True) == []  # the group joins
+            assert (await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"slow")]),
+                                          metadata=md(), timeout=10)).status.code == pb.OK
+            got: list[pb.Message] = []
+            deadline = time.monotonic() + 20
+            while not got and time.monotonic() < deadline:
+                got = await receive(True)
+            first = got[0].system_properties
+            # Renewed twice: well past the first invisible time, the message is still hidden.
+            deadline = time.monotonic() + 20
+            while not any(r.count >= 2 for r in service.renewals.values()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            assert any(r.count >= 2 for r in service.renewals.values())
+            assert await receive(False) == []
+            ack = spb.AckMessageRequest(entries=[spb.AckMessageEntry(message_id=first.message_id,
+                                                                     receipt_handle=first.receipt_handle)])
+            ack.group.name = group
+            ack.topic.name = topic
+            assert (await own.AckMessage(ack, metadata=md(), timeout=10)).status.code == pb.OK
+            assert not service.renewals
+            # Acked with the newest handle: it never comes back, even after the last invisible time.
+            end = time.monotonic() + 4
+            while time.monotonic() < end:
+                assert await receive(False) == []
+    finally:
+        await proxy.close()
