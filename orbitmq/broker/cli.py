@@ -31,7 +31,7 @@ from orbitmq.remoting.loop import run
 
 if TYPE_CHECKING:
     from orbitmq.metrics import FamilySource, MetricsServer
-    from orbitmq.proxy.server import GrpcProxy
+    from orbitmq.proxy.server import ProxyThread
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -172,7 +172,7 @@ async def run_broker_until(
     """
     broker, host, port = await start_broker(config)
     endpoint: MetricsServer | None = None
-    proxy: GrpcProxy | None = None
+    proxy: ProxyThread | None = None
     try:
         if metrics is not None:
             endpoint = await metrics.start(broker)
@@ -190,22 +190,21 @@ async def run_broker_until(
         await broker.close()
 
 
-async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False) -> GrpcProxy:
+async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False) -> ProxyThread:
     """The in-process gRPC front (enableGrpcProxy): RocketMQ 5 clients on listenHost:grpcServerPort.
 
     With `give_way` (`orbitmq dev`'s default port) a port in use gives way to a free one."""
-    from orbitmq.proxy.server import GrpcProxy, acl_loader
+    from orbitmq.proxy.server import GrpcProxy, ProxyThread, acl_loader
 
-    proxy = GrpcProxy(
+    proxy = ProxyThread(GrpcProxy(
         list(config.namesrv_addrs), config.listen_host or "0.0.0.0", config.grpc_server_port,
         advertised_host=config.advertised_ip, acl=acl_loader(config.acl_file) if config.acl_enable else None,
         max_body_size=config.store.max_message_size, max_delay_ms=config.timer_max_delay_sec * 1000,
         give_way=give_way, ssl_context=config.tls.client_context(),
-    )
+    ))
     try:
         host, port = await proxy.start()
     except OSError as exc:
-        await proxy.close()
         raise click.ClickException(f"cannot start the gRPC proxy on port {config.grpc_server_port}: {exc}") from None
     announce(f"proxy listening on {host}:{port}")
     return proxy

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -115,6 +116,38 @@ class GrpcProxy:
         await self.backend.close()
 
 
+class ProxyThread:
+    """A `GrpcProxy` on a thread of its own with a plain asyncio loop, for a process whose loop is uvloop's.
+
+    grpc.aio serves unary calls about twice as fast on asyncio's own loop as on uvloop (measured with
+    bench.grpc), and a thread of its own keeps its work apart from the broker's loop: the proxy talks
+    to the broker over its remoting port either way. `start`/`close` are awaited on the caller's loop.
+    """
+
+    def __init__(self, proxy: GrpcProxy) -> None:
+        self.proxy = proxy
+        self.loop = asyncio.SelectorEventLoop()  # not the policy's (uvloop when installed)
+        self._thread = threading.Thread(target=self.loop.run_forever, name="grpc-proxy", daemon=True)
+
+    async def start(self) -> tuple[str, int]:
+        self._thread.start()
+        try:
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.proxy.start(), self.loop))
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self._thread.is_alive():
+            try:
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.proxy.close(), self.loop))
+            finally:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                await asyncio.to_thread(self._thread.join, 10)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
 def acl_loader(path: str) -> Callable[[], PlainAcl]:
     """The ACL file's accounts, re-read when the file changes."""
     import os
@@ -174,4 +207,5 @@ def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl
         acl = acl_loader(acl_config) if acl_config else None
     except OrbitMQError as exc:
         raise click.UsageError(f"--acl-config: {exc}") from None
-    run(serve_proxy(GrpcProxy(addrs, host, port, advertised_host=advertise, acl=acl)))
+    # asyncio's own loop: grpc.aio is about twice as fast on it as on uvloop (ProxyThread).
+    run(serve_proxy(GrpcProxy(addrs, host, port, advertised_host=advertise, acl=acl)), use_uvloop=False)
