@@ -143,12 +143,12 @@ class GrpcClient:
         self.last_seen = time.monotonic()
         self.client_type = settings.client_type
         if settings.WhichOneof("pub_sub") == "publishing":
-            self.topics.update(t.name for t in settings.publishing.topics if t.name)
+            self.topics.update(codec.real(t) for t in settings.publishing.topics if t.name)
         elif settings.WhichOneof("pub_sub") == "subscription":
             sub = settings.subscription
             if sub.HasField("group") and sub.group.name:
-                self.group = sub.group.name
-            self.subscriptions = {e.topic.name: e.expression for e in sub.subscriptions if e.topic.name}
+                self.group = codec.real(sub.group)
+            self.subscriptions = {codec.real(e.topic): e.expression for e in sub.subscriptions if e.topic.name}
 
     @property
     def is_producer(self) -> bool:
@@ -231,7 +231,7 @@ class GrpcClient:
                              msg.properties.get(mc.PRODUCER_GROUP) or topic)
         command = spb.TelemetryCommand()
         command.recover_orphaned_transaction_command.message.CopyFrom(
-            codec.to_grpc(msg, namespace=self.md.namespace, topic=topic))
+            codec.to_grpc(msg, namespace=self.md.namespace, topic=codec.plain(topic, self.md.namespace)))
         command.recover_orphaned_transaction_command.transaction_id = ref.encode()
         self.streams[0].put_nowait(command)
         return None

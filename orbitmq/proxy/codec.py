@@ -45,6 +45,17 @@ _TYPE_BY_NAME = {"NORMAL": (pb.NORMAL,), "FIFO": (pb.FIFO,), "DELAY": (pb.DELAY,
                  "TRANSACTION": (pb.TRANSACTION,), "MIXED": ALL_TYPES}
 
 
+def real(resource: pb.Resource) -> str:
+    """The broker-side name of a topic or group: RocketMQ's `namespace%name` when a namespace is set."""
+    return f"{resource.resource_namespace}%{resource.name}" if resource.resource_namespace else resource.name
+
+
+def plain(name: str, namespace: str) -> str:
+    """`name` without the `namespace%` prefix `real` adds."""
+    prefix = f"{namespace}%"
+    return name[len(prefix):] if namespace and name.startswith(prefix) else name
+
+
 class GrpcStatusError(Exception):
     """A request the protocol answers with a non-OK `Status`."""
 
@@ -84,7 +95,7 @@ def to_remoting(
     message: pb.Message, *, max_body_size: int, max_delay_ms: int, now_ms: int | None = None, producer_group: str = ""
 ) -> OutgoingMessage:
     """Check one gRPC message and give what SEND_MESSAGE_V2 carries for it."""
-    topic = message.topic.name
+    topic = real(message.topic)
     if names.validate_topic(topic) is not None:
         raise GrpcStatusError(pb.ILLEGAL_TOPIC, f"illegal topic name {topic!r}")
     sp = message.system_properties

@@ -38,7 +38,7 @@ from orbitmq.errors import BrokerError, CorruptRecord, OrbitMQError, RemotingErr
 from orbitmq.proxy import codec
 from orbitmq.proxy.backend import Backend
 from orbitmq.proxy.clients import ClientRegistry, GrpcClient, Metadata, ProxyAuth
-from orbitmq.proxy.codec import GrpcStatusError, ReceiptHandle, TransactionRef
+from orbitmq.proxy.codec import GrpcStatusError, ReceiptHandle, TransactionRef, real
 from orbitmq.proxy.handlers import Malformed
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
@@ -217,7 +217,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:
         try:
             self._meta(context)
-            topic = request.topic.name
+            topic = real(request.topic)
             route = await self._route(topic)
             types = await self.accepted_types(topic, route)
             endpoints = self._endpoints(request.endpoints)
@@ -248,15 +248,15 @@ class MessagingService(sgrpc.MessagingServiceServicer):
     ) -> spb.QueryAssignmentResponse:
         try:
             self._meta(context)
-            await self._group_check(request.group.name)
-            route = await self._route(request.topic.name)
+            await self._group_check(real(request.group))
+            route = await self._route(real(request.topic))
             endpoints = self._endpoints(request.endpoints)
             out: list[pb.Assignment] = []
             for name, addr in sorted(self._masters(route).items()):
                 qd = next((q for q in route.queue_datas if q.broker_name == name), None)
                 if qd is None or not names.is_readable(qd.perm) or qd.read_queue_nums <= 0:
                     continue
-                orderly = await self._is_orderly(addr, request.group.name, request.topic.name)
+                orderly = await self._is_orderly(addr, real(request.group), real(request.topic))
                 ids = range(qd.read_queue_nums) if orderly else [-1]
                 for qid in ids:
                     mq = pb.MessageQueue(id=qid, permission=pb.READ_WRITE)
@@ -277,8 +277,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             md = self._meta(context)
             client = self.clients.get_or_create(md)
             if request.HasField("group"):
-                await self._group_check(request.group.name)
-                client.group = request.group.name
+                await self._group_check(real(request.group))
+                client.group = real(request.group)
             if request.client_type:
                 client.client_type = request.client_type
             await client.heartbeat()
@@ -367,15 +367,15 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             eb.multiplier = 2.0
         elif settings.WhichOneof("pub_sub") == "subscription":
             sub = reply.subscription
-            group = sub.group.name
+            group = real(sub.group)
             fifo = False
             for entry in settings.subscription.subscriptions:
                 try:
-                    route = await self.backend.route(entry.topic.name)
+                    route = await self.backend.route(real(entry.topic))
                 except OrbitMQError:
                     continue
                 for addr in self._masters(route).values():
-                    fifo = fifo or await self._is_orderly(addr, group, entry.topic.name)
+                    fifo = fifo or await self._is_orderly(addr, group, real(entry.topic))
             sub.fifo = fifo
             sub.receive_batch_size = 32
             polling = _ms(sub.long_polling_timeout) if sub.HasField("long_polling_timeout") else MAX_POLL_MS
@@ -474,7 +474,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 raise GrpcStatusError(pb.BAD_REQUEST, "the resolution must be COMMIT or ROLLBACK")
             if not request.message_id:
                 raise GrpcStatusError(pb.ILLEGAL_MESSAGE_ID, "the message id is empty")
-            addr = await self.backend.master_addr(request.topic.name or ref.producer_group, ref.broker_name)
+            addr = await self.backend.master_addr(real(request.topic) or ref.producer_group, ref.broker_name)
             if addr is None:
                 raise GrpcStatusError(pb.INVALID_TRANSACTION_ID, f"broker {ref.broker_name} holds no such transaction")
             header = EndTransactionRequestHeader(
@@ -502,9 +502,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
     ) -> AsyncIterator[spb.ReceiveMessageResponse]:
         try:
             md = self._meta(context)
-            group = request.group.name
+            group = real(request.group)
             await self._group_check(group)
-            topic = request.message_queue.topic.name
+            topic = real(request.message_queue.topic)
             route = await self._route(topic)
             masters = self._masters(route)
             broker_name = request.message_queue.broker.name
@@ -579,7 +579,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 except Exception as exc:  # noqa: BLE001
                     log.warning("cannot move message %s of %s to the DLQ: %s", msg.msg_id, group, exc)
                 continue
-            out = codec.to_grpc(msg, namespace=request.message_queue.topic.resource_namespace, topic=topic,
+            out = codec.to_grpc(msg, namespace=request.message_queue.topic.resource_namespace,
+                                topic=request.message_queue.topic.name,
                                 receipt_handle=handle.encode(), invisible_ms=handle.invisible_time)
             if renew:
                 key = (md.client_id, group, out.system_properties.message_id)
@@ -622,8 +623,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             results: list[spb.AckMessageResultEntry] = []
             for entry in request.entries:
                 try:
-                    handle = self._latest_handle(md, request.group.name, entry.message_id, entry.receipt_handle)
-                    await self._handle_call(md, request.group.name, request.topic.name, handle, ACK_MESSAGE)
+                    handle = self._latest_handle(md, real(request.group), entry.message_id, entry.receipt_handle)
+                    await self._handle_call(md, real(request.group), real(request.topic), handle, ACK_MESSAGE)
                     st = _OK
                 except Exception as exc:  # noqa: BLE001
                     st = _error_status(exc)
@@ -645,9 +646,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             invisible = _ms(request.invisible_duration)
             if not 0 <= invisible <= MAX_INVISIBLE_MS:
                 raise GrpcStatusError(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be between 0 and 12 h")
-            current = self._latest_handle(md, request.group.name, request.message_id, request.receipt_handle)
+            current = self._latest_handle(md, real(request.group), request.message_id, request.receipt_handle)
             handle, resp = await self._handle_call(
-                md, request.group.name, request.topic.name, current, CHANGE_MESSAGE_INVISIBLETIME,
+                md, real(request.group), real(request.topic), current, CHANGE_MESSAGE_INVISIBLETIME,
                 {"invisibleTime": str(invisible)},
             )
             new = self._changed_handle(handle, resp, invisible)
@@ -721,9 +722,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
     ) -> spb.ForwardMessageToDeadLetterQueueResponse:
         try:
             md = self._meta(context)
-            await self._group_check(request.group.name)
+            await self._group_check(real(request.group))
             handle = ReceiptHandle.decode(request.receipt_handle)
-            await self._to_dlq(md, request.group.name, request.topic.name, handle, request.message_id,
+            await self._to_dlq(md, real(request.group), real(request.topic), handle, request.message_id,
                                request.max_delivery_attempts or MAX_DELIVERY_ATTEMPTS)
             return spb.ForwardMessageToDeadLetterQueueResponse(status=_OK)
         except Exception as exc:  # noqa: BLE001

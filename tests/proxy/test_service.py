@@ -385,3 +385,32 @@ async def test_auto_renew_keeps_a_message_hidden_and_the_first_handle_still_acks
                 assert await receive(False) == []
     finally:
         await proxy.close()
+
+
+async def test_a_namespace_prefixes_topics_and_groups(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    """Resources with a namespace are RocketMQ's `namespace%name` on the brokers, and come back split."""
+    topic, pg, group = unique_names("gf")
+    async with Producer(pg, namesrv_addr=front.namesrv) as producer:
+        await create_topic(producer, f"ns1%{topic}", 2)
+    req = spb.QueryRouteRequest()
+    req.topic.resource_namespace, req.topic.name = "ns1", topic
+    route = await stub.QueryRoute(req, metadata=md(), timeout=10)
+    assert route.status.code == pb.OK and route.message_queues[0].topic.resource_namespace == "ns1"
+    recv = spb.ReceiveMessageRequest(batch_size=4)
+    recv.group.resource_namespace, recv.group.name = "ns1", group
+    recv.message_queue.topic.resource_namespace, recv.message_queue.topic.name = "ns1", topic
+    recv.filter_expression.expression = "*"
+    recv.invisible_duration.FromSeconds(30)
+    recv.long_polling_timeout.FromSeconds(5)
+    assert [i.status.code async for i in stub.ReceiveMessage(recv, metadata=md(), timeout=20)] == [
+        pb.MESSAGE_NOT_FOUND]  # the group joins
+    m = message(topic, b"in a namespace")
+    m.topic.resource_namespace = "ns1"
+    assert (await send(stub, m)).status.code == pb.OK
+    got: list[pb.Message] = []
+    deadline = time.monotonic() + 20
+    while not got and time.monotonic() < deadline:
+        got = [i.message async for i in stub.ReceiveMessage(recv, metadata=md(), timeout=20) if i.HasField("message")]
+    assert [(g.topic.resource_namespace, g.topic.name, g.body) for g in got] == [("ns1", topic, b"in a namespace")]
+    plain = message(topic, b"no namespace")
+    assert (await send(stub, plain)).status.code == pb.TOPIC_NOT_FOUND  # `topic` alone does not exist
