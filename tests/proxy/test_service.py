@@ -216,6 +216,25 @@ async def test_telemetry_answers_settings_and_survives_garbage(front: Front) -> 
         await call.done_writing()
 
 
+async def _online_consumer(
+    channel: grpc.aio.Channel, stub: sgrpc.MessagingServiceStub, topic: str, group: str, client_id: str
+) -> Any:
+    """A raw SimpleConsumer: its Telemetry stream (settings answered) and one heartbeat (registered)."""
+    telemetry = sgrpc.MessagingServiceStub(channel).Telemetry(metadata=md(client_id), timeout=40)
+    settings = spb.TelemetryCommand()
+    settings.settings.client_type = pb.SIMPLE_CONSUMER
+    settings.settings.subscription.group.name = group
+    entry = settings.settings.subscription.subscriptions.add()
+    entry.topic.name = topic
+    entry.expression.expression = "*"
+    await telemetry.write(settings)
+    assert (await telemetry.read()).status.code == pb.OK
+    hb = spb.HeartbeatRequest(client_type=pb.SIMPLE_CONSUMER)
+    hb.group.name = group
+    assert (await stub.Heartbeat(hb, metadata=md(client_id), timeout=10)).status.code == pb.OK
+    return telemetry
+
+
 async def test_admin_consumer_status_asks_a_grpc_client_for_its_stacks(
     front: Front, stub: sgrpc.MessagingServiceStub
 ) -> None:
@@ -226,18 +245,7 @@ async def test_admin_consumer_status_asks_a_grpc_client_for_its_stacks(
     group = unique_names("gf")[2]
     client_id = f"stack@1@0@{uuid.uuid4().hex[:6]}"
     async with grpc.aio.insecure_channel(front.proxy) as channel:
-        telemetry = sgrpc.MessagingServiceStub(channel).Telemetry(metadata=md(client_id), timeout=40)
-        settings = spb.TelemetryCommand()
-        settings.settings.client_type = pb.SIMPLE_CONSUMER
-        settings.settings.subscription.group.name = group
-        entry = settings.settings.subscription.subscriptions.add()
-        entry.topic.name = topic
-        entry.expression.expression = "*"
-        await telemetry.write(settings)
-        assert (await telemetry.read()).status.code == pb.OK
-        hb = spb.HeartbeatRequest(client_type=pb.SIMPLE_CONSUMER)
-        hb.group.name = group
-        assert (await stub.Heartbeat(hb, metadata=md(client_id), timeout=10)).status.code == pb.OK
+        telemetry = await _online_consumer(channel, stub, topic, group, client_id)
 
         async def answer_one() -> str:
             command = await telemetry.read()
@@ -414,3 +422,36 @@ async def test_a_namespace_prefixes_topics_and_groups(front: Front, stub: sgrpc.
     assert [(g.topic.resource_namespace, g.topic.name, g.body) for g in got] == [("ns1", topic, b"in a namespace")]
     plain = message(topic, b"no namespace")
     assert (await send(stub, plain)).status.code == pb.TOPIC_NOT_FOUND  # `topic` alone does not exist
+
+
+async def test_consume_message_directly_asks_a_grpc_client_to_verify(
+    front: Front, stub: sgrpc.MessagingServiceStub
+) -> None:
+    import asyncio
+    import subprocess
+
+    from orbitmq.client import Message
+
+    topic, pg, group = unique_names("gf")
+    client_id = f"verify@1@0@{uuid.uuid4().hex[:6]}"
+    async with Producer(pg, namesrv_addr=front.namesrv) as producer:
+        await create_topic(producer, topic, 2)
+        sent = await producer.send(Message(topic, b"check me"))
+    async with grpc.aio.insecure_channel(front.proxy) as channel:
+        telemetry = await _online_consumer(channel, stub, topic, group, client_id)
+
+        async def verify_one() -> bytes:
+            command = await telemetry.read()
+            reply = spb.TelemetryCommand()
+            reply.verify_message_result.nonce = command.verify_message_command.nonce
+            await telemetry.write(reply)
+            return bytes(command.verify_message_command.message.body)
+
+        verifying = asyncio.create_task(verify_one())
+        done = await asyncio.to_thread(
+            subprocess.run, orbitmq_command("admin", "consumeMessageDirectly", "-n", front.namesrv, "-g", group,
+                                            "-d", client_id, "-i", sent.offset_msg_id),
+            capture_output=True, text=True, timeout=30, check=False)
+        assert await asyncio.wait_for(verifying, 10) == b"check me"
+        assert done.returncode == 0 and "CR_SUCCESS" in done.stdout, done.stdout + done.stderr
+        await telemetry.done_writing()
