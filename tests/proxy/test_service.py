@@ -455,3 +455,26 @@ async def test_consume_message_directly_asks_a_grpc_client_to_verify(
         assert await asyncio.wait_for(verifying, 10) == b"check me"
         assert done.returncode == 0 and "CR_SUCCESS" in done.stdout, done.stdout + done.stderr
         await telemetry.done_writing()
+
+
+async def test_an_unknown_group_when_groups_are_not_auto_created(tmp_path: Path) -> None:
+    (tmp_path / "broker.conf").write_text("autoCreateSubscriptionGroup=false\n")
+    process = start_server(orbitmq_command(
+        "dev", "--store", str(tmp_path / "store"), "--namesrv-port", "0", "--broker-port", "0", "--host", "127.0.0.1",
+        "--console", "off", "--no-metrics", "--grpc-port", "0", "-c", str(tmp_path / "broker.conf"),
+    ), listeners=2, cwd=str(tmp_path))
+    try:
+        eventually(lambda: any(x.startswith("proxy listening on ") for x in process.output), timeout=30)
+        own = Front(process)
+        topic = await topic_of(own)
+        async with grpc.aio.insecure_channel(own.proxy) as channel:
+            recv = spb.ReceiveMessageRequest(batch_size=1)
+            recv.group.name = "never_made_group"
+            recv.message_queue.topic.name = topic
+            recv.invisible_duration.FromSeconds(30)
+            recv.long_polling_timeout.FromSeconds(5)
+            items = [x async for x in sgrpc.MessagingServiceStub(channel).ReceiveMessage(recv, metadata=md(),
+                                                                                         timeout=20)]
+            assert [i.status.code for i in items] == [pb.CONSUMER_GROUP_NOT_FOUND]
+    finally:
+        process.stop()
