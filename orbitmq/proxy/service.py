@@ -207,7 +207,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             raise GrpcStatusError(pb.ILLEGAL_CONSUMER_GROUP, f"illegal consumer group {group!r}")
 
     async def _is_orderly(self, addr: str, group: str, topic: str) -> bool:
-        """FIFO consumption: a topic of message.type FIFO, or a group made orderly (consumeMessageOrderly)."""
+        """FIFO consumption: a topic of message.type FIFO (or a group whose config, as a RocketMQ 5 broker
+        keeps it, says consumeMessageOrderly)."""
         meta = await self.backend.meta(addr)
         attribute = meta.topic_attributes.get(topic, {}).get(codec.MESSAGE_TYPE_ATTRIBUTE, "")
         return attribute.upper() == "FIFO" or group in meta.orderly_groups
