@@ -278,8 +278,9 @@ def test_admin_lists_a_5x_consumer(cluster: Cluster) -> None:
         progress = subprocess.run(orbitmq_command("admin", "consumerProgress", "-n", cluster.namesrv, "-g", cg),
                                   capture_output=True, text=True, timeout=30, check=False)
         assert progress.returncode == 0 and topic in progress.stdout, progress.stdout + progress.stderr
+        child.communicate("", timeout=30)  # the client shuts down: NotifyClientTermination
+        eventually(lambda: not listed(), timeout=30, interval=1, message="the gRPC consumer is still listed")
     finally:
-        child.communicate("", timeout=30)
         if child.poll() is None:
             child.kill()
 
