@@ -53,13 +53,13 @@ from orbitmq.remoting.headers import (
 
 log = logging.getLogger(__name__)
 
-# RocketMQ 5's POP request codes (doc rocketmq5-pop-and-metrics §1.1), served by the broker.
-POP_MESSAGE = 200050
-ACK_MESSAGE = 200051
-CHANGE_MESSAGE_INVISIBLETIME = 200053
-POLLING_FULL = 209
-POLLING_TIMEOUT = 210
-INVALID_PARAMETER = 29
+# RocketMQ 5's POP request codes, served by the broker (docs/pop.md).
+POP_MESSAGE = RequestCode.POP_MESSAGE
+ACK_MESSAGE = RequestCode.ACK_MESSAGE
+CHANGE_MESSAGE_INVISIBLETIME = RequestCode.CHANGE_MESSAGE_INVISIBLETIME
+POLLING_FULL = ResponseCode.POLLING_FULL
+POLLING_TIMEOUT = ResponseCode.POLLING_TIMEOUT
+INVALID_PARAMETER = ResponseCode.INVALID_PARAMETER
 
 #: Long polling is clamped to 5–20 s, as the Apache proxy does.
 MIN_POLL_MS = 5_000
@@ -98,7 +98,7 @@ def _broker_status(exc: BrokerError | int, remark: str | None = None) -> GrpcSta
     """A broker's response code as the protocol's status."""
     code = exc.code if isinstance(exc, BrokerError) else exc
     text = (exc.remark if isinstance(exc, BrokerError) else remark) or f"broker answered code {code}"
-    table = {
+    table: dict[int, int] = {
         ResponseCode.TOPIC_NOT_EXIST: pb.TOPIC_NOT_FOUND,
         ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: pb.CONSUMER_GROUP_NOT_FOUND,
         ResponseCode.NO_PERMISSION: pb.FORBIDDEN,
@@ -453,9 +453,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 raise _broker_status(resp.code, resp.remark)
             rh = SendMessageResponseHeader.from_ext_fields(resp.ext_fields)
             entry = spb.SendResultEntry(status=_OK, message_id=out.message_id, offset=rh.queue_offset)
-            if resp.code != ResponseCode.SUCCESS:
-                entry.status.CopyFrom(_broker_status(resp.code, resp.remark) and status(
-                    pb.MASTER_PERSISTENCE_TIMEOUT, resp.remark or "stored, not yet flushed"))
+            if resp.code != ResponseCode.SUCCESS:  # stored, but not flushed or replicated in time
+                late = _broker_status(resp.code, resp.remark)
+                entry.status.CopyFrom(status(late.code, late.message))
             if out.message_type == pb.TRANSACTION:
                 clo = parse_offset_msg_id(rh.msg_id).commit_log_offset
                 entry.transaction_id = TransactionRef(broker_name, clo, rh.queue_offset, out.topic).encode()
