@@ -478,3 +478,32 @@ async def test_an_unknown_group_when_groups_are_not_auto_created(tmp_path: Path)
             assert [i.status.code for i in items] == [pb.CONSUMER_GROUP_NOT_FOUND]
     finally:
         process.stop()
+
+
+async def test_a_broker_runs_the_front_in_process_with_enable_grpc_proxy(front: Front, tmp_path: Path) -> None:
+    """Local mode: broker.conf's enableGrpcProxy/grpcServerPort; the front routes through namesrvAddr."""
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-local\nenableGrpcProxy=true\ngrpcServerPort=0\n")
+    broker = start_server(orbitmq_command("broker", "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"),
+                                          "-n", front.namesrv, "-c", str(conf)))
+    try:
+        eventually(lambda: any(x.startswith("proxy listening on ") for x in broker.output), timeout=30)
+        addr = next(x for x in broker.output if x.startswith("proxy listening on ")).split()[-1]
+        topic = await topic_of(front)
+        async with grpc.aio.insecure_channel(addr.replace("0.0.0.0", "127.0.0.1")) as channel:
+            req = spb.QueryRouteRequest()
+            req.topic.name = topic
+            route = await sgrpc.MessagingServiceStub(channel).QueryRoute(req, metadata=md(), timeout=10)
+            assert route.status.code == pb.OK and route.message_queues
+    finally:
+        assert broker.stop() == 0
+
+
+def test_enable_grpc_proxy_without_a_nameserver_is_refused(tmp_path: Path) -> None:
+    import subprocess
+
+    conf = tmp_path / "broker.conf"
+    conf.write_text("enableGrpcProxy=true\n")
+    done = subprocess.run(orbitmq_command("broker", "--listen", "127.0.0.1:0", "--store", str(tmp_path / "s"),
+                                          "-c", str(conf)), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "enableGrpcProxy" in done.stderr and "namesrvAddr" in done.stderr
