@@ -131,6 +131,16 @@ def main() -> None:
         finally:
             c.shutdown()
         result = "bye"
+    elif scenario == "linger_producer":
+        p = Producer(config(endpoint), (topic,))
+        p.startup()
+        try:
+            p.send(message(topic, b"hello"))
+            print("READY " + p.client_id, flush=True)
+            sys.stdin.read()
+        finally:
+            p.shutdown()
+        result = "bye"
     elif scenario == "simple_roundtrip":
         c = simple(endpoint, topic, group)
         try:

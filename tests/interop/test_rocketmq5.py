@@ -285,6 +285,30 @@ def test_admin_lists_a_5x_consumer(cluster: Cluster) -> None:
             child.kill()
 
 
+def test_admin_lists_a_5x_producer_under_its_topic(cluster: Cluster) -> None:
+    topic, _, _ = unique_names("g5")
+    asyncio.run(make_topic(cluster, topic))
+    env = dict(os.environ, HOME=str(cluster.root))
+    child = subprocess.Popen([sys.executable, str(PY_SCRIPT), "linger_producer", cluster.proxy, topic],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=str(cluster.root))
+    try:
+        assert child.stdout is not None
+        ready = child.stdout.readline()
+        assert ready.startswith("READY "), ready
+        client_id = ready.split()[1]
+
+        def listed() -> bool:
+            done = subprocess.run(orbitmq_command("admin", "producerConnection", "-n", cluster.namesrv, "-g", topic,
+                                                  "-t", topic), capture_output=True, text=True, timeout=30, check=False)
+            return client_id in done.stdout
+
+        eventually(listed, timeout=30, interval=1, message="the gRPC producer is not listed")
+    finally:
+        child.communicate("", timeout=30)
+        if child.poll() is None:
+            child.kill()
+
+
 # --- the Node.js client ---------------------------------------------------------------------------
 
 
