@@ -6,6 +6,7 @@ from __future__ import annotations
 import filecmp
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,19 +55,21 @@ def test_committed_modules_match_regenerating_them(tmp_path: Path) -> None:
     assert not mismatch and not missing, f"stale generated modules {mismatch + missing}: run ./run protos"
 
 
-def _dump(*modules: str) -> dict[str, object]:
+def _dump(home: Path, *modules: str) -> dict[str, object]:
+    # HOME: importing the official client makes its log folder under ~/logs.
     done = subprocess.run(
-        [sys.executable, "-c", DUMP, *modules], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", DUMP, *modules], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        env=dict(os.environ, HOME=str(home)),
     )
     return dict(json.loads(done.stdout))
 
 
-def test_definitions_match_the_official_clients() -> None:
+def test_definitions_match_the_official_clients(tmp_path: Path) -> None:
     if importlib.util.find_spec("rocketmq") is None:  # not imported: its modules would clash with ours here
         pytest.skip("rocketmq-python-client is not installed (the test extra)")
     # Two processes: both define apache.rocketmq.v2.* and one descriptor pool cannot hold both.
-    ours = _dump("orbitmq.proxy.pb.definition_pb2", "orbitmq.proxy.pb.service_pb2")
-    theirs = _dump("rocketmq.grpc_protocol.definition_pb2", "rocketmq.grpc_protocol.service_pb2")
+    ours = _dump(tmp_path, "orbitmq.proxy.pb.definition_pb2", "orbitmq.proxy.pb.service_pb2")
+    theirs = _dump(tmp_path, "rocketmq.grpc_protocol.definition_pb2", "rocketmq.grpc_protocol.service_pb2")
     assert ours.keys() >= theirs.keys() - {"apache.rocketmq.v2.Admin", "apache.rocketmq.v2.ChangeLogLevelRequest",
                                            "apache.rocketmq.v2.ChangeLogLevelResponse"}
     for name, shape in theirs.items():
