@@ -319,7 +319,7 @@ def test_the_nodejs_client_sends_and_receives(cluster: Cluster) -> None:
     topic, _, cg = unique_names("g5n")
     asyncio.run(make_topic(cluster, topic))
     done = subprocess.run([node, str(NODE_SCRIPT), cluster.proxy, topic, cg, "3"], capture_output=True, text=True,
-                          timeout=90, cwd=str(HERE), check=False)
+                          timeout=90, cwd=str(HERE), check=False, env=dict(os.environ, HOME=str(cluster.root)))
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout + done.stderr[-4000:]
     report = json.loads(lines[-1][len("RESULT "):])
