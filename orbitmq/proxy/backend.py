@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 
 #: Seconds a route or a broker's topic/group table is reused.
 CACHE_SECONDS = 3.0
+#: The ACL account of the gRPC call being served (set per call; its task and the tasks it starts
+#: see it): route and table lookups are signed with it, like the call's own requests.
+CALLER: ContextVar[AclCredentials | None] = ContextVar("orbitmq_proxy_caller", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,7 @@ class Backend:
         for _ in range(len(self.namesrv_addrs)):
             addr = self.namesrv_addrs[self._ns_index % len(self.namesrv_addrs)]
             try:
-                route = await self.api(None).get_topic_route(addr, topic)
+                route = await self.api(CALLER.get()).get_topic_route(addr, topic)
             except BrokerError:
                 raise
             except OrbitMQError as exc:
@@ -103,25 +107,29 @@ class Backend:
             cached = self._meta.get(addr)
             if cached is not None and time.monotonic() - cached[0] < CACHE_SECONDS:
                 return cached[1]
-            meta = await self._fetch_meta(addr)
-            self._meta[addr] = (time.monotonic(), meta)
+            meta, complete = await self._fetch_meta(addr)
+            if complete:  # a refused or failed read is tried again by the next call
+                self._meta[addr] = (time.monotonic(), meta)
             return meta
 
-    async def _fetch_meta(self, addr: str) -> BrokerMeta:
-        api = self.api(None)
+    async def _fetch_meta(self, addr: str) -> tuple[BrokerMeta, bool]:
+        api = self.api(CALLER.get())
+        complete = False
         attributes: dict[str, dict[str, str]] = {}
         orderly: set[str] = set()
         groups: set[str] = set()
         try:
             resp = await api.invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
-            if resp.code == ResponseCode.SUCCESS and resp.body_bytes():
+            topics_read = resp.code == ResponseCode.SUCCESS
+            if topics_read and resp.body_bytes():
                 table = jsonbody.loads(resp.body_bytes()).get("topicConfigTable") or {}
                 for name, tc in table.items():
                     attrs = tc.get("attributes") if isinstance(tc, dict) else None
                     if isinstance(attrs, dict) and attrs:
                         attributes[str(name)] = {str(k): str(v) for k, v in attrs.items()}
             resp = await api.invoke(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-            if resp.code == ResponseCode.SUCCESS and resp.body_bytes():
+            complete = topics_read and resp.code == ResponseCode.SUCCESS
+            if complete and resp.body_bytes():
                 table = jsonbody.loads(resp.body_bytes()).get("subscriptionGroupTable") or {}
                 for name, gc in table.items():
                     groups.add(str(name))
@@ -129,7 +137,7 @@ class Backend:
                         orderly.add(str(name))
         except (OrbitMQError, ValueError, AttributeError) as exc:
             log.warning("cannot read the topic and group tables of %s: %s", addr, exc)
-        return BrokerMeta(attributes, frozenset(orderly), frozenset(groups))
+        return BrokerMeta(attributes, frozenset(orderly), frozenset(groups)), complete
 
     def forget(self, topic: str) -> None:
         self._routes.pop(topic, None)

@@ -36,7 +36,7 @@ from orbitmq.common.route import TopicRouteData
 from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.errors import BrokerError, CorruptRecord, OrbitMQError, RemotingError
 from orbitmq.proxy import codec
-from orbitmq.proxy.backend import Backend
+from orbitmq.proxy.backend import CALLER, Backend
 from orbitmq.proxy.clients import ClientRegistry, GrpcClient, Metadata, ProxyAuth
 from orbitmq.proxy.codec import GrpcStatusError, ReceiptHandle, TransactionRef, real
 from orbitmq.proxy.handlers import Malformed
@@ -162,8 +162,10 @@ class MessagingService(sgrpc.MessagingServiceServicer):
     # --- helpers -----------------------------------------------------------------------------
 
     def _meta(self, context: grpc.aio.ServicerContext[Any, Any]) -> Metadata:
+        """The call's headers, its signature checked; its account signs the lookups made for it (CALLER)."""
         md = Metadata.from_context(context)
         self.auth.check(md)
+        CALLER.set(self.auth.credentials(md))
         return md
 
     def _endpoints(self, requested: pb.Endpoints | None = None) -> pb.Endpoints:
@@ -670,6 +672,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         for key, renewal in list(self.renewals.items()):
             if renewal.handle.next_visible_time - now_ms > self.renew_window_ms:
                 continue
+            CALLER.set(self.auth.credentials(renewal.md))
             if (time.monotonic() - renewal.started) * 1000 > MAX_RENEW_MS or renewal.md.client_id not in \
                     self.clients.clients:
                 self.renewals.pop(key, None)  # left to expire and come back

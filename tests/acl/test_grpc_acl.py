@@ -16,7 +16,8 @@ from orbitmq.client import Producer
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
 from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
-from tests.acl.conftest import ADMIN, PUBLISHER, AclCluster
+from orbitmq.remoting.codes import RequestCode, ResponseCode
+from tests.acl.conftest import ADMIN, CONSUMER, PUBLISHER, AclCluster, call
 from tests.client.helpers import create_topic
 from tests.support.procs import eventually
 
@@ -66,3 +67,26 @@ async def test_grpc_requests_are_checked_against_the_acl_accounts(
     assert sent.status.code == pb.OK, sent.status
     denied = await stub.SendMessage(send_request("AclDeny"), metadata=good, timeout=10)
     assert denied.status.code == pb.FORBIDDEN, denied.status
+
+
+async def test_a_topic_type_is_read_with_the_callers_account(
+    acl_cluster: AclCluster, stub: sgrpc.MessagingServiceStub
+) -> None:
+    fields = {"topic": "AclPubFifo", "defaultTopic": "TBW102", "readQueueNums": "2", "writeQueueNums": "2",
+              "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
+              "attributes": "+message.type=FIFO"}
+    made = await call(acl_cluster.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, creds=ADMIN)
+    assert made.code == ResponseCode.SUCCESS, made.remark
+    route = spb.QueryRouteRequest()
+    route.topic.name = "AclPubFifo"
+    good = signed(CONSUMER.access_key, CONSUMER.secret_key)
+
+    async def accepted() -> list[int]:
+        answer = await stub.QueryRoute(route, metadata=good, timeout=10)
+        assert answer.status.code == pb.OK, answer.status
+        return list(answer.message_queues[0].accept_message_types)
+
+    deadline = time.monotonic() + 15  # the front reads broker tables anew after a few seconds
+    while await accepted() != [pb.FIFO] and time.monotonic() < deadline:
+        pass
+    assert await accepted() == [pb.FIFO]
