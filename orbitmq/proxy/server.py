@@ -193,10 +193,14 @@ async def serve_proxy(proxy: GrpcProxy) -> None:
 @click.option("--port", default=DEFAULT_GRPC_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--advertise", metavar="HOST", help="Host put in routes (default: --host, or 127.0.0.1).")
 @click.option("--acl-config", metavar="FILE", help="plain_acl.yml: check request signatures against its accounts.")
+@click.option("--tls", "use_tls", is_flag=True, help="Reach the NameServers and brokers with TLS (tls.enable=true).")
+@click.option("--tlsConfigFile", "tls_config_file", metavar="FILE",
+              help="Properties file of tls.* client settings for those connections; implies --tls.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl_config: str | None,
-                  verbose: bool) -> None:
+                  use_tls: bool, tls_config_file: str | None, verbose: bool) -> None:
     """Serve RocketMQ 5 gRPC clients (apache.rocketmq.v2) in front of the brokers of a NameServer."""
+    from orbitmq.admin.cli import tls_option_settings
     from orbitmq.broker.cli import setup_logging
     from orbitmq.errors import OrbitMQError
     from orbitmq.remoting.loop import run
@@ -207,5 +211,8 @@ def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl
         acl = acl_loader(acl_config) if acl_config else None
     except OrbitMQError as exc:
         raise click.UsageError(f"--acl-config: {exc}") from None
+    tls = tls_option_settings(use_tls, tls_config_file, ())
+    proxy = GrpcProxy(addrs, host, port, advertised_host=advertise, acl=acl,
+                      ssl_context=tls.client_context() if tls is not None else None)
     # asyncio's own loop: grpc.aio is about twice as fast on it as on uvloop (ProxyThread).
-    run(serve_proxy(GrpcProxy(addrs, host, port, advertised_host=advertise, acl=acl)), use_uvloop=False)
+    run(serve_proxy(proxy), use_uvloop=False)

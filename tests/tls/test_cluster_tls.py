@@ -264,3 +264,40 @@ async def test_dev_serves_both_ports_with_tls_to_the_python_client_and_the_spark
     assert b"dev" in await asyncio.to_thread(spark_read, {"tls.client.trustCertPath": str(pki.ca)})
     with pytest.raises(ConnectError):
         await asyncio.to_thread(spark_read, {})
+
+
+async def test_orbitmq_proxy_reaches_an_enforcing_cluster_over_tls(
+    enforcing: EnforcingCluster, pki: Pki, tmp_path: Path, procs: list[ServerProcess]
+) -> None:
+    """RocketMQ 5 clients (plain gRPC to the front) on a cluster whose every port wants TLS."""
+    import grpc
+
+    from orbitmq.proxy.pb import definition_pb2 as pb
+    from orbitmq.proxy.pb import service_pb2 as spb
+    from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+    from tests.support.procs import eventually
+
+    async with Producer("TlsGrpcAdmin", namesrv_addr=enforcing.ns.addr, tls=client_tls(pki)) as admin:
+        async def made() -> bool:
+            try:
+                await admin.create_topic("TBW102", "TlsGrpcTopic", 2)
+                return await admin.instance.update_route("TlsGrpcTopic") is not None
+            except OrbitMQError:
+                return False
+
+        await until(made, timeout=30)
+    proxy = start_server(orbitmq_command("proxy", "--namesrv", enforcing.ns.addr, "--port", "0",
+                                         "--tlsConfigFile", str(tls_properties(tmp_path, pki, "require"))),
+                         listeners=0)
+    procs.append(proxy)
+    eventually(lambda: any(x.startswith("proxy listening on ") for x in proxy.output), timeout=30)
+    addr = next(x for x in proxy.output if x.startswith("proxy listening on ")).split()[-1]
+    m = pb.Message(body=b"over tls")
+    m.topic.name = "TlsGrpcTopic"
+    m.system_properties.message_id = "TLSGRPC0001"
+    m.system_properties.message_type = pb.NORMAL
+    async with grpc.aio.insecure_channel(addr) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        sent = await stub.SendMessage(spb.SendMessageRequest(messages=[m]), metadata=[("x-mq-client-id", "tls@1")],
+                                      timeout=20)
+    assert sent.status.code == pb.OK, sent.status
