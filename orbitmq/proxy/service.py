@@ -31,6 +31,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from orbitmq.common import names
 from orbitmq.common.msgid import parse_offset_msg_id
+from orbitmq.common.recall import ILLEGAL_OPERATION, parse_recall_handle
 from orbitmq.common.record import iter_records
 from orbitmq.common.route import TopicRouteData
 from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
@@ -454,7 +455,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                                  ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
                 raise _broker_status(resp.code, resp.remark)
             rh = SendMessageResponseHeader.from_ext_fields(resp.ext_fields)
-            entry = spb.SendResultEntry(status=_OK, message_id=out.message_id, offset=rh.queue_offset)
+            entry = spb.SendResultEntry(status=_OK, message_id=out.message_id, offset=rh.queue_offset,
+                                        recall_handle=resp.field("recallHandle") or "")
             if resp.code != ResponseCode.SUCCESS:  # stored, but not flushed or replicated in time
                 late = _broker_status(resp.code, resp.remark)
                 entry.status.CopyFrom(status(late.code, late.message))
@@ -748,8 +750,28 @@ class MessagingService(sgrpc.MessagingServiceServicer):
     async def QueryOffset(self, request: Any, context: Any) -> spb.QueryOffsetResponse:
         return spb.QueryOffsetResponse(status=status(pb.NOT_IMPLEMENTED, "QueryOffset is not served"))
 
-    async def RecallMessage(self, request: Any, context: Any) -> spb.RecallMessageResponse:
-        return spb.RecallMessageResponse(status=status(pb.NOT_IMPLEMENTED, "timed messages cannot be recalled here"))
+    async def RecallMessage(self, request: spb.RecallMessageRequest, context: Any) -> spb.RecallMessageResponse:
+        """RECALL_MESSAGE: a timed message cancelled before it is due by the handle its send returned."""
+        try:
+            md = self._meta(context)
+            topic = real(request.topic)
+            try:
+                broker_name = parse_recall_handle(request.recall_handle)[1]
+            except BrokerError:
+                raise GrpcStatusError(pb.BAD_REQUEST, "the recall handle is not one this server gave") from None
+            addr = await self.backend.master_addr(topic, broker_name)
+            if addr is None:
+                raise GrpcStatusError(pb.NOT_FOUND, f"broker {broker_name} does not serve topic {topic}")
+            fields = {"producerGroup": topic, "topic": topic, "recallHandle": request.recall_handle,
+                      "bname": broker_name}
+            resp = await self.backend.api(self.auth.credentials(md)).invoke(addr, RequestCode.RECALL_MESSAGE, fields)
+            if resp.code == ILLEGAL_OPERATION:
+                raise GrpcStatusError(pb.BAD_REQUEST, resp.remark or "the message cannot be recalled")
+            if resp.code != ResponseCode.SUCCESS:
+                raise _broker_status(resp.code, resp.remark)
+            return spb.RecallMessageResponse(status=_OK, message_id=resp.field("msgId") or "")
+        except Exception as exc:  # noqa: BLE001
+            return spb.RecallMessageResponse(status=_error_status(exc))
 
     async def SyncLiteSubscription(self, request: Any, context: Any) -> spb.SyncLiteSubscriptionResponse:
         return spb.SyncLiteSubscriptionResponse(status=status(pb.NOT_IMPLEMENTED, "lite topics are not served"))

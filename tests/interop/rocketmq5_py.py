@@ -109,6 +109,18 @@ def main() -> None:
         finally:
             p.shutdown()
         result = {"id": mid, "at": at}
+    elif scenario == "recall":
+        # A timed message recalled before it is due, and a later marker that is not.
+        p = Producer(config(endpoint), (topic,))
+        p.startup()
+        try:
+            now = int(time.time())
+            receipt = p.send(message(topic, b"recalled", delivery_timestamp=now + 2))
+            recalled = p.recall_message(topic, receipt.recall_handle)
+            marker = p.send(message(topic, b"marker", delivery_timestamp=now + 3)).message_id
+        finally:
+            p.shutdown()
+        result = {"id": receipt.message_id, "recalled": recalled, "handle": receipt.recall_handle, "marker": marker}
     elif scenario == "receive":
         c = simple(endpoint, topic, group)
         try:

@@ -151,6 +151,15 @@ async def test_a_delayed_message_waits_for_its_time(cluster: Cluster) -> None:
     assert got[0].store_timestamp >= report["at"] * 1000 - 1000
 
 
+async def test_a_timed_message_is_recalled_before_it_is_due(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_py, cluster, "recall", topic)
+    assert report["handle"] and report["recalled"] == report["id"]
+    got = await pull_all(cluster, topic, cg, 1, timeout=40)  # the marker, due a second after the recalled one
+    assert [m.unique_key for m in got] == [report["marker"]]
+
+
 # --- 4.x producer to 5.x consumer and the consumers (need the broker's POP codes) -------------------
 
 
