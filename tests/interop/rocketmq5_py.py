@@ -220,6 +220,32 @@ def main() -> None:
             result = {"attempts": attempts, "after": len(extra)}
         finally:
             c.shutdown()
+    elif scenario == "push_fifo":
+        seen: list[dict[str, Any]] = []
+        all_in = threading.Event()
+
+        class FifoListener(MessageListener):
+            def consume(self, m: Message) -> ConsumeResult:
+                seen.append(show(m))
+                if len(seen) >= 3 * n:
+                    all_in.set()
+                return ConsumeResult.SUCCESS
+
+        c = PushConsumer(config(endpoint), group, FifoListener(), {topic: FilterExpression()})
+        c.startup()
+        try:
+            p = Producer(config(endpoint), (topic,))
+            p.startup()
+            try:
+                for i in range(n):
+                    for g in ("ga", "gb", "gc"):
+                        p.send(message(topic, f"{g}:{i}".encode(), message_group=g))
+            finally:
+                p.shutdown()
+            all_in.wait(DEADLINE)
+            result = seen
+        finally:
+            c.shutdown()
     elif scenario == "push":
         got: list[dict[str, Any]] = []
         done = threading.Event()

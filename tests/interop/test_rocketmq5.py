@@ -240,6 +240,14 @@ async def test_push_consumer(cluster: Cluster) -> None:
     assert sorted(m["body"] for m in got) == [f"m{i}" for i in range(4)]
 
 
+async def test_fifo_order_per_group_for_a_push_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5")
+    await _fifo_topic(cluster, topic)
+    got = await asyncio.to_thread(run_py, cluster, "push_fifo", topic, cg, 4)
+    for g in ("ga", "gb", "gc"):
+        assert [m["body"] for m in got if m["group"] == g] == [f"{g}:{i}" for i in range(4)]
+
+
 async def test_retries_end_in_the_dead_letter_queue(cluster: Cluster) -> None:
     topic, _, cg = unique_names("g5")
     await make_topic(cluster, topic)
