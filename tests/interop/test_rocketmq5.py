@@ -329,15 +329,45 @@ def test_admin_lists_a_5x_producer_under_its_topic(cluster: Cluster) -> None:
 # --- the Node.js client ---------------------------------------------------------------------------
 
 
-def test_the_nodejs_client_sends_and_receives(cluster: Cluster) -> None:
+def run_node(cluster: Cluster, scenario: str, topic: str, group: str = "", n: int = 1) -> Any:
     node = shutil.which("node")
     if node is None or not (HERE / "node_modules" / "rocketmq-client-nodejs" / "package.json").exists():
         pytest.skip("node or rocketmq-client-nodejs is not installed (./run test installs them)")
-    topic, _, cg = unique_names("g5n")
-    asyncio.run(make_topic(cluster, topic))
-    done = subprocess.run([node, str(NODE_SCRIPT), cluster.proxy, topic, cg, "3"], capture_output=True, text=True,
-                          timeout=90, cwd=str(HERE), check=False, env=dict(os.environ, HOME=str(cluster.root)))
+    done = subprocess.run([node, str(NODE_SCRIPT), scenario, cluster.proxy, topic, group, str(n)],
+                          capture_output=True, text=True, timeout=90, cwd=str(HERE), check=False,
+                          env=dict(os.environ, HOME=str(cluster.root)))
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout + done.stderr[-4000:]
-    report = json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+async def test_the_nodejs_client_sends_and_receives(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5n")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_node, cluster, "simple", topic, cg, 3)
     assert sorted(report["got"]) == sorted(report["sent"])
+
+
+async def test_nodejs_fifo_order_per_group(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5n")
+    await _fifo_topic(cluster, topic)
+    got = await asyncio.to_thread(run_node, cluster, "fifo", topic, cg, 3)
+    for g in ("ga", "gb"):
+        assert [m["body"] for m in got if m["group"] == g] == [f"{g}:{i}" for i in range(3)]
+
+
+async def test_nodejs_push_consumer(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5n")
+    await make_topic(cluster, topic)
+    got = await asyncio.to_thread(run_node, cluster, "push", topic, cg, 3)
+    assert sorted(got) == [f"push {i}" for i in range(3)]
+
+
+async def test_nodejs_transactions(cluster: Cluster) -> None:
+    topic, _, cg = unique_names("g5n")
+    await make_topic(cluster, topic)
+    report = await asyncio.to_thread(run_node, cluster, "tx", topic)
+    got = await pull_all(cluster, topic, cg, 1)
+    assert [(m.unique_key, m.body) for m in got] == [(report["committed"], b"node commit")]
+    more = await pull_all(cluster, topic, cg + "_late", 2, timeout=4)
+    assert [m.body for m in more] == [b"node commit"]
