@@ -180,6 +180,24 @@ class BrokerConfig:
     #: on listenHost:grpcServerPort (orbitmq/proxy/); routes come from namesrvAddr, which it needs.
     enable_grpc_proxy: bool = False
     grpc_server_port: int = 8081
+    #: Automatic failover (orbitmq/failover, docs/failover.md). Off: brokerRole and brokerId
+    #: decide the role as in RocketMQ 4.x. On: the replicas of a broker group coordinate through
+    #: etcd (etcdEndpoints, `host:port;...`): the id comes from etcd (brokerId is ignored), one
+    #: replica holds the master lease (controllerLeaseSeconds) and runs as brokerRole (SYNC_MASTER
+    #: when brokerRole=SLAVE) under id 0, the others follow it as slaves.
+    enable_controller_mode: bool = False
+    etcd_endpoints: str = ""
+    controller_lease_seconds: int = 6
+    #: Root of the group keys in etcd: <prefix>/<cluster>/<brokerName>/.
+    controller_key_prefix: str = "/orbitmq/v1"
+    #: How often a replica reports its offsets to etcd and re-reads the group (ms).
+    controller_report_interval_ms: int = 500
+    #: A replica not caught up with the master for this long leaves the in-sync set (ms).
+    ha_max_time_slave_not_catchup: int = 15_000
+    #: Lower wins an election between replicas with the same epoch and offset.
+    broker_election_priority: int = 2**31 - 1
+    #: Elect a replica outside the in-sync set when no member lives (may lose acknowledged data).
+    enable_elect_unclean_master: bool = False
     store: StoreConfig = field(default_factory=StoreConfig)
     #: tls.server.mode for the client, VIP and HA ports; tls.enable for the broker's own
     #: connections (NameServers, its master's remoting and HA ports).
@@ -238,6 +256,10 @@ class BrokerConfig:
         if port < 0:
             port = self.listen_port + 1 if self.listen_port else 0
         return f"{self.broker_ip2 or self.advertised_ip}:{port}"
+
+    @property
+    def etcd_endpoint_list(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.etcd_endpoints.split(";") if part.strip())
 
     # --- reading -----------------------------------------------------------
 
@@ -366,6 +388,20 @@ class BrokerConfig:
                      "auto_create_topic_max_count", "auto_create_topic_per_minute"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{_FIELD_TO_KEY[name]} must not be negative")
+        if self.enable_controller_mode and not self.etcd_endpoint_list:
+            raise ConfigError("enableControllerMode=true needs etcdEndpoints (host:port;...)")
+        for addr in self.etcd_endpoint_list:
+            host, sep, port = addr.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+                raise ConfigError(f"etcdEndpoints entry {addr!r} is not host:port")
+        if not 3 <= self.controller_lease_seconds <= 3600:
+            raise ConfigError("controllerLeaseSeconds must be in 3..3600")
+        if not 50 <= self.controller_report_interval_ms <= 60_000:
+            raise ConfigError("controllerReportIntervalMs must be in 50..60000")
+        if self.ha_max_time_slave_not_catchup <= 0:
+            raise ConfigError("haMaxTimeSlaveNotCatchup must be positive")
+        if not self.controller_key_prefix.startswith("/"):
+            raise ConfigError("controllerKeyPrefix must start with /")
         for addr in self.namesrv_addrs:
             host, sep, port = addr.rpartition(":")
             if not sep or not host or not port.isdigit():
@@ -409,6 +445,7 @@ _RESTART_ONLY = (
     "broker_access_key", "broker_secret_key", "ha_auth_enable", "ha_secret", "remoting_memory_budget",
     "metrics_exporter_type", "metrics_prom_exporter_host", "metrics_prom_exporter_port",
     "enable_grpc_proxy", "grpc_server_port",
+    "enable_controller_mode", "etcd_endpoints", "controller_lease_seconds", "controller_key_prefix",
 )
 #: Keys the broker reads once, at start (its identity, listeners, periodic tasks, system topics):
 #: UPDATE_BROKER_CONFIG refuses to change them rather than accept a value that does nothing.
@@ -419,6 +456,8 @@ _READ_AT_START = (
     "timer_max_delay_sec", "timer_flush_interval_ms", "cluster_topic_enable", "broker_topic_enable",
     "trace_topic_enable", "msg_trace_topic_name", "duplicate_detection_max_entries",
     "server_socket_backlog", "rocketmq_home",
+    "controller_report_interval_ms", "ha_max_time_slave_not_catchup", "broker_election_priority",
+    "enable_elect_unclean_master",
 )
 #: Shown masked by GET_BROKER_CONFIG.
 _SECRETS = frozenset({"broker_secret_key", "ha_secret"})

@@ -59,6 +59,7 @@ from orbitmq.broker.offsets import ConsumerOffsetTable
 from orbitmq.broker.pop.service import PopService
 from orbitmq.broker.producers import ProducerRegistry
 from orbitmq.broker.registration import Registrar
+from orbitmq.broker.replica import BrokerReplica
 from orbitmq.broker.schedule import ScheduleService
 from orbitmq.broker.sqlfilter import ConsumerFilterTable
 from orbitmq.broker.stats import BrokerStats
@@ -70,6 +71,8 @@ from orbitmq.broker.transaction import TransactionService
 from orbitmq.common.message import MessageExt
 from orbitmq.common.record import decode_record
 from orbitmq.errors import BrokerError, ConfigError, DiskFull, OrbitMQError, StoreError
+from orbitmq.failover.controller import FailoverController
+from orbitmq.failover.etcd import EtcdUnavailable
 from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
@@ -77,7 +80,7 @@ from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.tls import ServerTls
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
-from orbitmq.store.api import MessageStore
+from orbitmq.store.api import MessageStore, PutMessageStatus
 from orbitmq.store.config import BrokerRole, StoreConfig
 
 log = logging.getLogger("orbitmq.broker")
@@ -262,6 +265,10 @@ class Broker:
         self.dedup: SendDeduplicator | None = None
         #: Master/slave replication for the store's brokerRole (broker/ha/).
         self.replication: Replication | None = None
+        #: enableControllerMode: the failover controller (orbitmq/failover) and its role switch.
+        self.failover: FailoverController | None = None
+        self.replica: BrokerReplica | None = None
+        self._server_tls: ServerTls | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -302,6 +309,17 @@ class Broker:
         """Open the store, load metadata, listen and register. Returns the bound (host, port)."""
         config = self.live.value
         os.makedirs(config.store.config_dir, exist_ok=True)
+        if config.enable_controller_mode:
+            # The replica starts as a slave under the id etcd gave it; the controller promotes it.
+            self.replica = BrokerReplica(self)
+            self.failover = FailoverController(config, self.replica)
+            try:
+                broker_id = await self.failover.prepare()
+            except EtcdUnavailable as exc:
+                await self.failover.close()
+                self.failover = None
+                raise ConfigError(f"enableControllerMode=true but etcd did not answer: {exc}") from None
+            self.live.value = config = self.replica.slave_config(config, broker_id, "")
         if self._store_factory is default_store:
             store = default_store(config.store, config.delay_levels_ms)
         else:
@@ -331,7 +349,7 @@ class Broker:
             self.metadata.mark(TOPICS)
         store.add_dispatch_listener(self.waiters.notify)
         # Built once for every port and connection (tls.*); raises ConfigError on unreadable files.
-        server_tls = config.tls.server_tls()
+        server_tls = self._server_tls = config.tls.server_tls()
         self._client_ssl = config.tls.client_context()
         self.replication = self._create_replication(store, server_tls)
         # What the broker writes on its own waits for replicas as client sends do (ha/writes.py).
@@ -377,10 +395,11 @@ class Broker:
         await replication.start(config.listen_host, self.live.value.advertised_ip)
         self.registrar = Registrar(
             live=self.live, topics=self.topics, client=self._client, broker_addr=lambda: self.broker_addr,
-            ha_server_addr=lambda: replication.ha_server_addr(self.live.value),
-            on_registered=replication.on_registered,
+            ha_server_addr=self._ha_server_addr, on_registered=self._on_registered,
         )
         await self.registrar.start()
+        if self.failover is not None:
+            self.failover.run()
         self._tasks = [
             asyncio.ensure_future(self._every(config.flush_consumer_offset_interval, self._persist_offsets)),
             asyncio.ensure_future(self._every(config.channel_scan_interval_mills, self._scan_channels)),
@@ -390,6 +409,23 @@ class Broker:
             self._tasks.append(asyncio.ensure_future(self.acl.watch()))
         log.info("broker %s serving on %s:%d as %s", config.broker_name, host, port, self.broker_addr)
         return host, port
+
+    def _ha_server_addr(self) -> str:
+        replication = self.replication
+        if replication is None:
+            return self.live.value.ha_server_addr
+        return replication.ha_server_addr(self.live.value)
+
+    def _on_registered(self, master_addr: str, master_ha_addr: str) -> None:
+        if self.replication is not None and self.failover is None:  # in controller mode etcd names the master
+            self.replication.on_registered(master_addr, master_ha_addr)
+
+    async def _replica_wait(self, end_offset: int) -> PutMessageStatus:
+        """Controller mode: the replication of the moment decides (the role changes at run time)."""
+        replication = self.replication
+        if replication is None or not replication.sync_master:
+            return PutMessageStatus.PUT_OK
+        return await replication.wait_for_slave(end_offset)
 
     def _wire_handlers(self, registry: _TrackingRegistry, store: MessageStore) -> None:
         config = self.live.value
@@ -401,8 +437,11 @@ class Broker:
             topics_changed=self._topics_changed, groups_changed=self._groups_changed, stats=self.stats,
             gate=self.send_gate, before_put=self._delay_routing(), store_health=self.store_health,
             replica_wait=(
-                self.replication.wait_for_slave if self.replication and self.replication.waits_for_replicas else None
+                self._replica_wait if self.failover is not None
+                else self.replication.wait_for_slave if self.replication and self.replication.waits_for_replicas
+                else None
             ),
+            may_write=self.failover.may_write if self.failover is not None else None,
         ).register(registry)
         register_delay_offset(registry, lambda: self.schedule)
         assert self.schedule is not None
@@ -530,6 +569,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        if self.failover is not None:  # a master's lease is revoked: another replica takes over at once
+            await self.failover.close()
         if self.registrar is not None:
             await self.registrar.close(unregister=True)
             self.registrar = None
@@ -541,6 +582,9 @@ class Broker:
         await self._close_after_failed_start()
 
     async def _close_after_failed_start(self) -> None:
+        if self.failover is not None:
+            await self.failover.close()
+            self.failover = None
         await self._notifier.close()
         if self.server is not None:
             await self.server.close()

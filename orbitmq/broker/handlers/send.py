@@ -249,7 +249,11 @@ class SendHandlers:
         replica_wait: Callable[[int], Awaitable[PutMessageStatus]] | None = None,
         store_health: WriteHealth | None = None,
         dedup: SendDeduplicator | None = None,
+        may_write: Callable[[], bool] | None = None,
     ) -> None:
+        #: Controller mode (orbitmq/failover): False while this master's lease is not confirmed
+        #: (fencing) or it hands its role over; sends are then answered SERVICE_NOT_AVAILABLE.
+        self.may_write = may_write
         #: The duplicate window of idempotent sends (broker/dedup.py); None: no topic has one.
         self.dedup = dedup
         #: Told when a put succeeds, so that the end of a full-disk episode is logged.
@@ -281,6 +285,9 @@ class SendHandlers:
         if self.live.value.store.broker_role is BrokerRole.SLAVE:
             raise ServiceNotAvailable("this broker is a slave and takes no messages; send to its master"
             )
+        if self.may_write is not None and not self.may_write():
+            raise ServiceNotAvailable("this broker is not a confirmed master of its group now (failover under "
+                                      "way); send again after the route updates")
 
     async def _replicated(self, result: PutMessageResult, waits: bool) -> PutMessageResult:
         """SYNC_MASTER: a stored put whose producer waits (WAIT) is answered once the slave has its bytes."""

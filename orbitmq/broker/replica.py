@@ -1,0 +1,144 @@
+"""Controller mode: the broker's side of a role change (failover.controller.ReplicaHost).
+
+Becoming master (RocketMQ 5's order): stop copying, switch the store to the master role,
+note the new epoch in the store's epoch file when it has one, run as brokerId 0 with the
+master role of the config (SYNC_MASTER when brokerRole=SLAVE), listen on the HA port,
+start delay and timer delivery, register with the NameServers. Becoming slave: stop the
+master services, switch the store, copy from the new master's HA address (from etcd) under
+the replica's own id, sync metadata from the master, register.
+
+Role changes run one at a time, on the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+from orbitmq.broker.config import BrokerConfig
+from orbitmq.store.config import BrokerRole
+
+if TYPE_CHECKING:
+    from orbitmq.broker.server import Broker
+
+log = logging.getLogger("orbitmq.failover")
+
+
+class BrokerReplica:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        configured = broker.live.value.store.broker_role
+        #: The master flavour this replica runs when elected.
+        self.master_role = BrokerRole.SYNC_MASTER if configured is BrokerRole.SLAVE else configured
+        self._lock = asyncio.Lock()
+        #: The newest epoch whose data this replica holds (when the store keeps no epoch file).
+        self._epoch = 0
+        self._master_services = False
+
+    # --- what the controller reads ----------------------------------------------------------
+
+    @property
+    def _store(self) -> Any:
+        return self.broker.store
+
+    def max_offset(self) -> int:
+        store = self._store
+        return int(store.get_max_phy_offset()) if store is not None else 0
+
+    def last_epoch(self) -> int:
+        epochs = getattr(self._store, "epochs", None)
+        if epochs is not None:
+            return max(int(epochs.last_epoch()), 0)
+        return self._epoch
+
+    def own_addr(self) -> str:
+        return self.broker.broker_addr
+
+    def own_ha_addr(self) -> str:
+        return self.broker._ha_server_addr()
+
+    # --- configs of each role -------------------------------------------------------------
+
+    def slave_config(self, config: BrokerConfig, broker_id: int, master_ha_addr: str) -> BrokerConfig:
+        store = dataclasses.replace(config.store, broker_role=BrokerRole.SLAVE, ha_master_address=master_ha_addr)
+        return dataclasses.replace(config, broker_id=broker_id, store=store)
+
+    def master_config(self, config: BrokerConfig) -> BrokerConfig:
+        store = dataclasses.replace(config.store, broker_role=self.master_role, ha_master_address="")
+        return dataclasses.replace(config, broker_id=0, store=store)
+
+    def _store_role(self, role: BrokerRole) -> None:
+        store = self._store
+        set_role = getattr(store, "set_role", None)
+        if set_role is not None:
+            set_role(role)
+        elif hasattr(store, "config"):
+            store.config = dataclasses.replace(store.config, broker_role=role)
+
+    # --- role changes ---------------------------------------------------------------------------
+
+    async def stop_replicating(self) -> None:
+        async with self._lock:
+            replication = self.broker.replication
+            if replication is not None and replication.is_slave:
+                self.broker.replication = None
+                await replication.close()
+
+    async def become_master(self, epoch: int) -> None:
+        async with self._lock:
+            broker = self.broker
+            store = self._store
+            if store is None:
+                return
+            replication, broker.replication = broker.replication, None
+            if replication is not None:
+                await replication.close()
+            self._store_role(self.master_role)
+            epochs = getattr(store, "epochs", None)
+            if epochs is not None:
+                epochs.append(epoch, store.get_max_phy_offset())
+            self._epoch = epoch
+            broker.live.value = self.master_config(broker.live.value)
+            config = broker.live.value
+            broker.replication = broker._create_replication(store, broker._server_tls)
+            await broker.replication.start(config.listen_host, config.advertised_ip)
+            if not self._master_services and broker.schedule is not None and broker.timers is not None:
+                await broker.schedule.start()
+                await broker.timers.start()
+                self._master_services = True
+            broker.topics.data_version = broker.topics.data_version.next(broker.clock_ms())
+            await self._register()
+
+    async def become_slave(self, broker_id: int, epoch: int, master_addr: str, master_ha_addr: str) -> None:
+        async with self._lock:
+            broker = self.broker
+            store = self._store
+            if store is None:
+                return
+            if self._master_services and broker.schedule is not None and broker.timers is not None:
+                await broker.schedule.close()
+                await broker.timers.close()
+                self._master_services = False
+            replication, broker.replication = broker.replication, None
+            if replication is not None:
+                await replication.close()
+            self._store_role(BrokerRole.SLAVE)
+            self._epoch = max(self._epoch, epoch)
+            broker.live.value = self.slave_config(broker.live.value, broker_id, master_ha_addr)
+            config = broker.live.value
+            broker.replication = broker._create_replication(store, broker._server_tls)
+            await broker.replication.start(config.listen_host, config.advertised_ip)
+            if broker.replication.metadata is not None and master_addr:
+                broker.replication.metadata.set_master(master_addr)
+            await self._register()
+
+    async def _register(self) -> None:
+        registrar = self.broker.registrar
+        if registrar is None:
+            return
+        try:
+            await registrar.register_all()
+        except Exception:  # the periodic registration tries again
+            log.exception("registration after a role change failed")
