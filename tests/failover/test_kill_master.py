@@ -1,0 +1,116 @@
+"""A broker group of three replicas coordinated through etcd: SIGKILL the master while a
+producer sends with SYNC_MASTER; a replica of the in-sync set takes over, the producer goes
+on through the new route, and every acknowledged message is on the new master."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orbitmq.client import Message, Producer, PullConsumer, PullStatus, SendStatus
+from orbitmq.remoting.transport import RemotingClient
+from tests.broker.helpers import create_topic
+from tests.ha.cluster import start_namesrv
+from tests.support.failover import Etcd, FailoverGroup, skip_without_etcd, start_etcd
+from tests.support.procs import ServerProcess
+from tests.support.waiting import until
+
+pytestmark = pytest.mark.timeout(150)
+
+TOPIC = "FailoverKillTopic"
+
+
+@pytest.fixture
+def etcd(tmp_path: Path) -> Iterator[Etcd]:
+    skip_without_etcd()
+    server = start_etcd(tmp_path / "etcd")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def group(tmp_path: Path, etcd: Etcd, procs: list[ServerProcess]) -> Iterator[FailoverGroup]:
+    namesrv = start_namesrv(tmp_path)
+    procs.append(namesrv)
+    replicas = FailoverGroup(tmp_path / "group", etcd.endpoint, namesrv.addr)
+    try:
+        replicas.start_all()
+        yield replicas
+    finally:
+        replicas.stop_all()
+
+
+async def _in_sync(group: FailoverGroup, size: int) -> bool:
+    state = (await asyncio.to_thread(group.state)).state
+    return state is not None and len(state.sss) == size
+
+
+async def test_killed_master_is_replaced_and_nothing_acknowledged_is_lost(
+    group: FailoverGroup, client: RemotingClient
+) -> None:
+    first = await asyncio.to_thread(group.wait_master)
+    for replica in group.replicas:  # the topic exists on every replica before the first send
+        await create_topic(client, replica.addr, TOPIC, queues=4)
+    await until(lambda: _in_sync(group, 3), timeout=30)
+
+    acked: dict[bytes, str] = {}
+    failures: list[str] = []
+    stop = asyncio.Event()
+    counter = iter(range(1_000_000))
+
+    async def send_loop(producer: Producer) -> None:
+        while not stop.is_set():
+            body = b"m-%d" % next(counter)
+            try:
+                result = await producer.send(Message(TOPIC, body))
+            except Exception as exc:  # noqa: BLE001 - a failed send is allowed; only acks count
+                failures.append(type(exc).__name__)
+                await asyncio.sleep(0.05)
+                continue
+            if result.status is SendStatus.SEND_OK:
+                acked[body] = result.message_queue.broker_name + "@" + str(result.queue_offset)
+
+    async with Producer("FailoverProducer", namesrv_addr=group.namesrv, poll_name_server_interval_ms=500) as producer:
+        senders = [asyncio.ensure_future(send_loop(producer)) for _ in range(4)]
+        try:
+            await until(lambda: _count(acked, 100), timeout=30)
+            before = len(acked)
+            killed_at = time.monotonic()
+            first.kill()
+            new = await asyncio.to_thread(group.wait_master, first, 30.0)
+            took = time.monotonic() - killed_at
+            await until(lambda: _count(acked, before + 100), timeout=45)
+        finally:
+            stop.set()
+            await asyncio.gather(*senders)
+    assert new is not first
+    snap = await asyncio.to_thread(group.state)
+    assert snap.state is not None and snap.state.master_epoch == 2 and snap.master is not None
+    print(f"failover: new master {new.name} after {took:.2f}s; {len(acked)} acked, {len(failures)} failed sends")
+    assert took < 30
+
+    stored: list[bytes] = []
+    async with PullConsumer("FailoverCheck", namesrv_addr=group.namesrv, poll_name_server_interval_ms=500) as consumer:
+        queues = await consumer.fetch_subscribe_message_queues(TOPIC)
+        for mq in queues:
+            offset = 0
+            while True:
+                result = await consumer.pull(mq, "*", offset, 32, timeout=5.0)
+                if result.status is not PullStatus.FOUND:
+                    break
+                stored.extend(m.body for m in result.messages)
+                offset = result.next_begin_offset
+    missing = set(acked) - set(stored)
+    assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {sorted(missing)[:5]}"
+    sent = {b"m-%d" % i for i in range(next(counter))}
+    assert set(stored) <= sent
+
+
+async def _count(acked: dict[bytes, str], at_least: int) -> bool:
+    return len(acked) >= at_least
