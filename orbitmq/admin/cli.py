@@ -22,6 +22,7 @@ from orbitmq.admin.commands import (
     consumer,
     dlq,
     export,
+    failover,
     message,
     offset,
     offsets_old,
@@ -92,6 +93,9 @@ def tls_option_settings(use_tls: bool, config_file: str | None, defines: tuple[s
     return settings
 
 
-for _module in (topic, cluster, broker, consumer, offset, message, trace, acl, dlq, timer, ops, stats, browse, offsets_old, export):
+for _module in (
+    topic, cluster, broker, consumer, offset, message, trace, acl, dlq, timer, ops, stats, browse, offsets_old, export,
+    failover,
+):
     for _command in _module.COMMANDS:
         admin_group.add_command(_command)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from orbitmq.broker.config import BrokerConfig
-from orbitmq.failover.etcd import EtcdClient, EtcdUnavailable, GroupKeys, GroupSnapshot
+from orbitmq.failover.etcd import EtcdClient, EtcdUnavailable, GroupKeys, GroupSnapshot, LeaseGone
 from orbitmq.failover.model import (
     GroupState,
     InSyncTracker,
@@ -191,6 +191,8 @@ class FailoverController:
             sent = self.clock()
             try:
                 ttl = await self.client.keepalive(self.lease)
+            except LeaseGone:
+                ttl = 0
             except EtcdUnavailable as exc:
                 log.warning("broker group %s: lease renewal failed: %s", self.config.broker_name, exc)
                 continue
@@ -209,6 +211,11 @@ class FailoverController:
             timeout = self.interval_s
             try:
                 timeout = await self.round()
+            except LeaseGone:
+                log.warning("broker group %s: lease %x expired; taking a new one", self.config.broker_name, self.lease)
+                self.lease = 0
+                self.lease_clock.lost()
+                timeout = 0.0
             except EtcdUnavailable as exc:
                 log.warning("broker group %s: etcd: %s", self.config.broker_name, exc)
             except Exception:  # one failed round must not end failover for good

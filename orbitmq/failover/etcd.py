@@ -23,6 +23,10 @@ class EtcdUnavailable(Exception):
     """etcd did not answer in time, or refused the call."""
 
 
+class LeaseGone(EtcdUnavailable):
+    """etcd no longer knows the lease the call named (it expired): grant a new one."""
+
+
 def _aetcd() -> Any:
     try:
         import aetcd
@@ -119,6 +123,8 @@ class EtcdClient:
         try:
             return await asyncio.wait_for(make(client), self.timeout_s)
         except self._errors as exc:
+            if "lease not found" in str(exc):
+                raise LeaseGone(str(exc)) from None
             await self._drop()
             raise EtcdUnavailable(f"etcd {self.endpoints[(self._index - 1) % len(self.endpoints)]}: "
                                   f"{type(exc).__name__} {exc}".strip()) from None

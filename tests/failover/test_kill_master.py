@@ -6,44 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from orbitmq.client import Message, Producer, PullConsumer, PullStatus, SendStatus
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import create_topic
-from tests.ha.cluster import start_namesrv
-from tests.support.failover import Etcd, FailoverGroup, skip_without_etcd, start_etcd
-from tests.support.procs import ServerProcess
+from tests.support.failover import FailoverGroup
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(150)
 
 TOPIC = "FailoverKillTopic"
-
-
-@pytest.fixture
-def etcd(tmp_path: Path) -> Iterator[Etcd]:
-    skip_without_etcd()
-    server = start_etcd(tmp_path / "etcd")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def group(tmp_path: Path, etcd: Etcd, procs: list[ServerProcess]) -> Iterator[FailoverGroup]:
-    namesrv = start_namesrv(tmp_path)
-    procs.append(namesrv)
-    replicas = FailoverGroup(tmp_path / "group", etcd.endpoint, namesrv.addr)
-    try:
-        replicas.start_all()
-        yield replicas
-    finally:
-        replicas.stop_all()
 
 
 async def _in_sync(group: FailoverGroup, size: int) -> bool:

@@ -203,13 +203,16 @@ class FailoverGroup:
         return next((r for r in self.replicas if r.addr == addr), None)
 
     def wait_master(self, other_than: Replica | None = None, timeout: float = 60.0) -> Replica:
-        """The replica that holds the master key (and is not `other_than`), once there is one."""
+        """The replica that holds the master key (and is not `other_than`) and serves as master
+        (its live report names the master's epoch), once there is one."""
         deadline = time.monotonic() + timeout
         while True:
             snap = self.state()
             if snap.master is not None:
                 replica = self.by_addr(snap.master.addr)
-                if replica is not None and replica is not other_than and replica.running:
+                report = snap.lives.get(snap.master.broker_id)
+                if (replica is not None and replica is not other_than and replica.running and report is not None
+                        and report.following == snap.master.master_epoch):
                     return replica
             if time.monotonic() > deadline:
                 raise AssertionError(f"no master within {timeout}s; state {snap.state} master {snap.master}")
