@@ -1,7 +1,7 @@
 """`orbitmq dev`: a NameServer and a Broker in one process, for development.
 
 `orbitmq dev [--store DIR] [--namesrv-port 9876] [--broker-port 10911] [--host 127.0.0.1]
-[--metrics-port 5557 | --no-metrics] [--grpc-port 8081 | --no-grpc] [--console HOST:PORT|off]` runs both on one event loop with
+[--metrics-port 5557 | --no-metrics] [--grpc-port 8081 | --no-grpc] [--console HOST:PORT|off] [--replicas N]` runs both on one event loop with
 the store in ./orbitmq-data unless told otherwise; the broker registers with the NameServer next
 to it. Both servers' Prometheus metrics are served on HOST:5557/metrics and the console on
 127.0.0.1:8080. RocketMQ 5 gRPC clients are served on HOST:8081 (`proxy listening on HOST:PORT`).
@@ -10,7 +10,8 @@ It prints one stdout line per listener once bound (`namesrv listening on
 HOST:PORT`, `metrics listening on HOST:PORT`, then `broker <name> listening on HOST:PORT`), logs to stderr,
 stops cleanly on SIGINT/SIGTERM (exit 0), and exits with code 2 on bad flags
 or configuration. This module only composes the two servers; each is built
-and configured by its own package.
+and configured by its own package. `--replicas N` (N > 1) runs etcd and a failover group of N
+broker processes instead (orbitmq/failover/devgroup.py).
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ async def serve_dev(
 @click.option("--no-grpc", is_flag=True, help="Serve no gRPC front for RocketMQ 5 clients.")
 @click.option("-c", "--config-file", "config_file", metavar="FILE", help="Extra broker.conf settings.")
 @dev_console_option
+@click.option("--replicas", default=1, show_default=True, type=click.IntRange(1, 9),
+              help="More than 1: etcd and a failover group of this many broker processes "
+              "(docs/failover.md); the first master on --broker-port, the others 10 ports apart.")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def dev_command(
     store_dir: str,
@@ -119,6 +123,7 @@ def dev_command(
     no_grpc: bool,
     config_file: str | None,
     console_listen: str,
+    replicas: int,
     verbose: bool,
 ) -> None:
     """Run a NameServer and a Broker in one process, for development."""
@@ -128,6 +133,12 @@ def dev_command(
         "duplicateDetectionWindowSeconds": str(DEV_DUPLICATE_WINDOW_SECONDS),
     }
     props.update(read_config_file(config_file))
+    if replicas > 1:
+        from orbitmq.failover.devgroup import serve_replicas
+
+        setup_logging(verbose)
+        run(serve_replicas(host, namesrv_port, broker_port, store_dir, replicas, props))
+        return
     props.update(
         {
             "listenHost": host,

@@ -135,7 +135,8 @@ class FailoverController:
         """Stop; a master revokes its lease so another replica takes over at once."""
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:  # bounded: a call stuck in the gRPC channel must not hold the shutdown
+            await asyncio.wait(self._tasks, timeout=2.0)
         self._tasks = []
         if self.lease:
             with contextlib.suppress(EtcdUnavailable):
