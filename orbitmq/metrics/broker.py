@@ -75,7 +75,7 @@ class BrokerMetrics:
         out: list[Family] = []
         for part in (
             self._tables, self._traffic, self._rpc, self._connections, self._storage, self._lag_families,
-            self._backlogs, self._replication,
+            self._backlogs, self._replication, self._failover,
         ):
             out.extend(part())
         return out
@@ -303,6 +303,27 @@ class BrokerMetrics:
             self._single("orbitmq_transaction_half_messages",
                          "Half (prepared) messages not yet committed or rolled back.", pending),
             dlq,
+        ]
+
+    def _failover(self) -> list[Family]:
+        """Controller mode only (docs/failover.md): the epoch, the in-sync set and the events counted."""
+        controller = self.broker.failover
+        if controller is None:
+            return []
+        events = self._family("orbitmq_failover_events_total", "counter",
+                              "Failover events of this replica (elected, demoted, fenced, sss_shrink, ...).", ("event",))
+        for event, count in sorted(controller.events.items()):
+            events.add((event,), count)
+        return [
+            events,
+            self._single("orbitmq_failover_master_epoch", "Master epoch this replica serves or copies in.",
+                         controller.epoch),
+            self._single("orbitmq_failover_is_master", "1 while this replica holds the master role.",
+                         1 if controller.role == "master" else 0),
+            self._single("orbitmq_failover_in_sync_replicas", "Members of the group's in-sync set (etcd).",
+                         len(controller.in_sync_set())),
+            self._single("orbitmq_failover_may_write", "1 while the master's lease is confirmed (writes allowed).",
+                         1 if controller.may_write() else 0),
         ]
 
     def _replication(self) -> list[Family]:

@@ -23,10 +23,13 @@ def etcd(tmp_path: Path) -> Iterator[Etcd]:
 
 
 @pytest.fixture
-def group(tmp_path: Path, etcd: Etcd, procs: list[ServerProcess]) -> Iterator[FailoverGroup]:
+def group(request: pytest.FixtureRequest, tmp_path: Path, etcd: Etcd,
+          procs: list[ServerProcess]) -> Iterator[FailoverGroup]:
+    """Three replicas; parametrize indirectly with a dict of more broker.conf keys."""
     namesrv = start_namesrv(tmp_path)
     procs.append(namesrv)
-    replicas = FailoverGroup(tmp_path / "group", etcd.endpoint, namesrv.addr)
+    extra = dict(getattr(request, "param", {}) or {})
+    replicas = FailoverGroup(tmp_path / "group", etcd.endpoint, namesrv.addr, extra=extra)
     try:
         replicas.start_all()
         yield replicas

@@ -109,6 +109,19 @@ async def test_admin_lists_the_group_and_a_planned_switchover_loses_nothing(
     assert wrong.returncode == 1 and "not alive" in wrong.stderr
 
 
+def _metrics(replica: Replica) -> str:
+    import urllib.request
+
+    line = next(x for x in replica.output.splitlines() if x.startswith("metrics listening on "))
+    with urllib.request.urlopen(f"http://{line.split()[-1]}/metrics", timeout=10) as reply:
+        return str(reply.read().decode())
+
+
+def _gauge(text: str, name: str) -> float:
+    return next(float(x.rsplit(" ", 1)[1]) for x in text.splitlines() if x.startswith(name + "{"))
+
+
+@pytest.mark.parametrize("group", [{"metricsExporterType": "PROM", "metricsPromExporterPort": "0"}], indirect=True)
 async def test_the_old_master_returns_as_a_slave_of_the_new_epoch(
     group: FailoverGroup, client: RemotingClient
 ) -> None:
@@ -136,6 +149,12 @@ async def test_the_old_master_returns_as_a_slave_of_the_new_epoch(
         return _offset(snap, old.addr) == _offset(snap, new.addr) > 0
 
     await until(caught_up, timeout=30)
+    # Counted: the new master was elected, the returned one follows.
+    new_metrics, old_metrics = _metrics(new), _metrics(old)
+    assert 'orbitmq_failover_events_total{' in new_metrics and 'event="elected"' in new_metrics
+    assert _gauge(new_metrics, "orbitmq_failover_is_master") == 1
+    assert _gauge(old_metrics, "orbitmq_failover_is_master") == 0
+    assert 'event="followed"' in old_metrics
 
 
 def _offset(snap, addr: str) -> int:  # type: ignore[no-untyped-def]
