@@ -79,12 +79,32 @@ class BrokerReplica:
 
     # --- role changes ---------------------------------------------------------------------------
 
+    def _controller_replication(self) -> Any:
+        """The broker's Replication when it offers the controller-mode API (promote/follow,
+        epoch-aware HA stream, in-sync set); None when it is the RocketMQ 4.x one."""
+        replication = self.broker.replication
+        if replication is not None and getattr(replication, "controller_mode", False):
+            return replication
+        return None
+
     async def stop_replicating(self) -> None:
         async with self._lock:
             replication = self.broker.replication
-            if replication is not None and replication.is_slave:
-                self.broker.replication = None
-                await replication.close()
+            if replication is None or not replication.is_slave:
+                return
+            if self._controller_replication() is not None:
+                slave, replication.slave = replication.slave, None
+                if slave is not None:
+                    await slave.close()
+                return
+            self.broker.replication = None
+            await replication.close()
+
+    def set_in_sync(self, broker_ids: tuple[int, ...], own_id: int) -> None:
+        """The master's in-sync set (ids, own included) for the acknowledgement rule."""
+        replication = self._controller_replication()
+        if replication is not None:
+            replication.in_sync_set.set([i for i in broker_ids if i != own_id])
 
     async def become_master(self, epoch: int) -> None:
         async with self._lock:
@@ -92,24 +112,38 @@ class BrokerReplica:
             store = self._store
             if store is None:
                 return
-            replication, broker.replication = broker.replication, None
-            if replication is not None:
-                await replication.close()
-            self._store_role(self.master_role)
-            epochs = getattr(store, "epochs", None)
-            if epochs is not None:
-                epochs.append(epoch, store.get_max_phy_offset())
-            self._epoch = epoch
-            broker.live.value = self.master_config(broker.live.value)
-            config = broker.live.value
-            broker.replication = broker._create_replication(store, broker._server_tls)
-            await broker.replication.start(config.listen_host, config.advertised_ip)
+            controlled = self._controller_replication()
+            if controlled is not None:
+                # The store side's own order: stop copying, cut a torn tail, epoch entry, store role, HA port.
+                controlled.in_sync_set.set([])  # a master of a new term starts with an in-sync set of itself
+                await controlled.promote(epoch)
+                self._epoch = epoch
+                broker.live.value = self.master_config(broker.live.value)
+            else:
+                await self._recreate_master(epoch)
             if not self._master_services and broker.schedule is not None and broker.timers is not None:
                 await broker.schedule.start()
                 await broker.timers.start()
                 self._master_services = True
             broker.topics.data_version = broker.topics.data_version.next(broker.clock_ms())
             await self._register()
+
+    async def _recreate_master(self, epoch: int) -> None:
+        """Without the controller-mode Replication: a new RocketMQ 4.x one in the master role."""
+        broker = self.broker
+        store = self._store
+        replication, broker.replication = broker.replication, None
+        if replication is not None:
+            await replication.close()
+        self._store_role(self.master_role)
+        epochs = getattr(store, "epochs", None)
+        if epochs is not None:
+            epochs.append(epoch, store.get_max_phy_offset())
+        self._epoch = epoch
+        broker.live.value = self.master_config(broker.live.value)
+        config = broker.live.value
+        broker.replication = broker._create_replication(store, broker._server_tls)
+        await broker.replication.start(config.listen_host, config.advertised_ip)
 
     async def become_slave(self, broker_id: int, epoch: int, master_addr: str, master_ha_addr: str) -> None:
         async with self._lock:
@@ -121,6 +155,20 @@ class BrokerReplica:
                 await broker.schedule.close()
                 await broker.timers.close()
                 self._master_services = False
+            controlled = self._controller_replication()
+            if controlled is not None:
+                controlled.replica_id = broker_id
+                await controlled.follow(master_ha_addr, epoch)
+                self._epoch = max(self._epoch, epoch)
+                broker.live.value = self.slave_config(broker.live.value, broker_id, master_ha_addr)
+                metadata = controlled.metadata
+                if metadata is not None:
+                    await metadata.close()  # restarted towards the new master
+                    if master_addr:
+                        metadata.set_master(master_addr)
+                    metadata.start()
+                await self._register()
+                return
             replication, broker.replication = broker.replication, None
             if replication is not None:
                 await replication.close()

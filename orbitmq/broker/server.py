@@ -423,7 +423,10 @@ class Broker:
     async def _replica_wait(self, end_offset: int) -> PutMessageStatus:
         """Controller mode: the replication of the moment decides (the role changes at run time)."""
         replication = self.replication
-        if replication is None or not replication.sync_master:
+        if replication is None:
+            return PutMessageStatus.PUT_OK
+        waits = getattr(replication, "waits_for_replicas", None)  # the controller-mode Replication's rule
+        if not (replication.sync_master if waits is None else waits):
             return PutMessageStatus.PUT_OK
         return await replication.wait_for_slave(end_offset)
 

@@ -61,6 +61,9 @@ class ReplicaHost(Protocol):
     async def stop_replicating(self) -> None:
         """Stop copying from the old master, so the max offset no longer moves."""
 
+    def set_in_sync(self, broker_ids: tuple[int, ...], own_id: int) -> None:
+        """The master's in-sync set (own id included), which the acknowledgement rule waits for."""
+
 
 def _read_identity(path: str, cluster: str, broker_name: str) -> int | None:
     try:
@@ -334,7 +337,14 @@ class FailoverController:
         if self._handover_started is not None:
             self._handover_started = None  # request withdrawn
         desired = tracker.desired(now, self.broker_id, self.epoch, state.sss, snap.lives)
-        if desired != state.sss and await self.keys.alter_sss(snap, state.with_sss(desired)):
+        if desired == state.sss:
+            self.host.set_in_sync(state.sss, self.broker_id)
+            return self.interval_s
+        # While the change is pending, acks wait for the union of both sets (RocketMQ 5's rule):
+        # whatever etcd ends up holding, every acknowledged message is on all its members.
+        self.host.set_in_sync(tuple(sorted(set(desired) | set(state.sss))), self.broker_id)
+        if await self.keys.alter_sss(snap, state.with_sss(desired)):
+            self.host.set_in_sync(desired, self.broker_id)
             grown = set(desired) - set(state.sss)
             self.events["sss_expand" if grown else "sss_shrink"] += 1
             log.warning("broker group %s: in-sync set %s -> %s (epoch %d)", self.config.broker_name,
