@@ -100,6 +100,12 @@ class BrokerReplica:
             self.broker.replication = None
             await replication.close()
 
+    def connected_replicas(self) -> set[int] | None:
+        replication = self._controller_replication()
+        if replication is None:
+            return None  # the 4.x HA stream does not name its slaves
+        return {broker_id for broker_id, info in replication.replicas().items() if info.connected}
+
     def set_in_sync(self, broker_ids: tuple[int, ...], own_id: int) -> None:
         """The master's in-sync set (ids, own included) for the acknowledgement rule."""
         replication = self._controller_replication()

@@ -64,6 +64,9 @@ class ReplicaHost(Protocol):
     def set_in_sync(self, broker_ids: tuple[int, ...], own_id: int) -> None:
         """The master's in-sync set (own id included), which the acknowledgement rule waits for."""
 
+    def connected_replicas(self) -> set[int] | None:
+        """Master: ids of the replicas on its HA port, or None when the HA stream does not say."""
+
 
 def _read_identity(path: str, cluster: str, broker_name: str) -> int | None:
     try:
@@ -336,7 +339,7 @@ class FailoverController:
             return await self._hand_over(snap, state, request.target, now)
         if self._handover_started is not None:
             self._handover_started = None  # request withdrawn
-        desired = tracker.desired(now, self.broker_id, self.epoch, state.sss, snap.lives)
+        desired = tracker.desired(now, self.broker_id, self.epoch, state.sss, snap.lives, self.host.connected_replicas())
         if desired == state.sss:
             self.host.set_in_sync(state.sss, self.broker_id)
             return self.interval_s

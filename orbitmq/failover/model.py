@@ -299,15 +299,19 @@ class InSyncTracker:
         self._members.pop(broker_id, None)
 
     def desired(self, now: float, master_id: int, master_epoch: int, current: Iterable[int],
-                lives: Mapping[int, LiveReport]) -> tuple[int, ...]:
+                lives: Mapping[int, LiveReport], connected: Iterable[int] | None = None) -> tuple[int, ...]:
         """The in-sync set the master should commit: itself, members still within bounds, and
-        replicas of this epoch that just caught up."""
+        replicas of this epoch that just caught up. `connected`, when the master knows it, lists
+        the replicas on its HA port: one not connected neither joins nor stays."""
         current_set = set(current)
+        connected_set = None if connected is None else set(connected)
         result = {master_id}
         for broker_id, report in lives.items():
             if broker_id == master_id:
                 continue
             if report.following != master_epoch:
+                continue
+            if connected_set is not None and broker_id not in connected_set:
                 continue
             member = self._members.get(broker_id)
             if member is None:

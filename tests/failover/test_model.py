@@ -131,3 +131,14 @@ def test_identity_file_and_next_id() -> None:
     assert parse_identity("C#other#3", "C", "b") is None
     assert parse_identity("C#b#0", "C", "b") is None
     assert next_broker_id([]) == 1 and next_broker_id([1, 4]) == 5
+
+
+def test_a_replica_not_on_the_masters_ha_port_neither_joins_nor_stays() -> None:
+    tracker = InSyncTracker(max_lag_s=5.0, fresh_s=1.0)
+    lives = {1: live(1, 0, following=2), 2: live(2, 0, following=2), 3: live(3, 0, following=2)}
+    tracker.sample(0.0, 100)
+    tracker.report(2, 100)
+    tracker.report(3, 100)
+    assert tracker.desired(0.5, 1, 2, (1,), lives, connected={2}) == (1, 2)
+    assert tracker.desired(0.5, 1, 2, (1, 2, 3), lives, connected={3}) == (1, 3)
+    assert tracker.desired(0.5, 1, 2, (1,), lives, connected=None) == (1, 2, 3)

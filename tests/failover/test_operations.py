@@ -98,7 +98,11 @@ async def test_admin_lists_the_group_and_a_planned_switchover_loses_nothing(
     refused = await send_v1(client, old.addr, TOPIC, b"to the old master")
     assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
     await _in_sync(group, 2)
-    assert (await send_v1(client, new_addr, TOPIC, b"after")).code == ResponseCode.SUCCESS
+
+    async def taken() -> bool:  # SLAVE_NOT_AVAILABLE until a slave has reconnected to the new master
+        return (await send_v1(client, new_addr, TOPIC, b"after")).code == ResponseCode.SUCCESS
+
+    await until(taken, timeout=15)
 
     async def route_moved() -> bool:
         return await _route_master(client, group.namesrv, group.broker_name) == new_addr
@@ -132,7 +136,10 @@ async def test_the_old_master_returns_as_a_slave_of_the_new_epoch(
     new = await asyncio.to_thread(group.wait_master, old)
     await _in_sync(group, 2)
     for i in range(10):
-        assert (await send_v1(client, new.addr, TOPIC, b"after %d" % i)).code == ResponseCode.SUCCESS
+        async def taken(body: bytes = b"after %d" % i) -> bool:  # SLAVE_NOT_AVAILABLE until a slave reconnects
+            return (await send_v1(client, new.addr, TOPIC, body)).code == ResponseCode.SUCCESS
+
+        await until(taken, timeout=15)
     old.start()
 
     async def follows() -> bool:
