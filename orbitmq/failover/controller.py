@@ -213,10 +213,25 @@ class FailoverController:
 
     # --- the decision loop --------------------------------------------------------------------
 
+    async def _step_down_if_lease_surely_expired(self) -> None:
+        """A master that has not heard from etcd past its lease's latest possible end knows its
+        key is gone: it steps down on its own (stops registering as brokerId 0) without waiting
+        to reach etcd again."""
+        clock = self.lease_clock
+        if self.role != "master" or self.clock() < clock.deadline + 2 * clock.margin_s:
+            return
+        log.warning("broker group %s: no lease renewal for longer than the lease; stepping down",
+                    self.config.broker_name)
+        self.events["lease_lost"] += 1
+        self.role = "slave"
+        self._lost_at = None
+        await self.host.become_slave(self.broker_id, self.epoch, "", "")
+
     async def _run(self) -> None:
         while True:
             timeout = self.interval_s
             try:
+                await self._step_down_if_lease_surely_expired()
                 timeout = await self.round()
             except LeaseGone:
                 log.warning("broker group %s: lease %x expired; taking a new one", self.config.broker_name, self.lease)
@@ -252,7 +267,8 @@ class FailoverController:
         master = snap.master
         if master is not None and master.broker_id == me and snap.master_lease == self.lease:
             if self.role != "master" or self.epoch != master.master_epoch:
-                await self._promote(master.master_epoch, "handover" if self.role == "slave" else "elected")
+                how = "reelected" if self.epoch == master.master_epoch else "handover" if self.role == "slave" else "elected"
+                await self._promote(master.master_epoch, how)
             return await self._master_round(snap, now)
         if master is not None and master.broker_id == me:
             # Our own claim from an earlier life (restarted within the lease): clear it and elect afresh.

@@ -92,6 +92,23 @@ def parse_group(prefix: str, kvs: Sequence[Any], revision: int) -> GroupSnapshot
     return snap
 
 
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+async def _bounded(call: Any, timeout_s: float) -> Any:
+    """`call`'s result within `timeout_s`, else TimeoutError. Unlike wait_for this never waits for
+    the call to acknowledge its cancellation: a gRPC call stuck on a silent peer is left behind."""
+    task = asyncio.ensure_future(call)
+    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    if not done:
+        task.cancel()
+        task.add_done_callback(_consume)
+        raise TimeoutError(f"no answer within {timeout_s:g}s")
+    return task.result()
+
+
 class EtcdClient:
     """A connection to one of `endpoints`, moving to the next after a failure."""
 
@@ -121,7 +138,7 @@ class EtcdClient:
         """Run `make(client)` (a coroutine) within the timeout; EtcdUnavailable on failure."""
         client = self._current()
         try:
-            return await asyncio.wait_for(make(client), self.timeout_s)
+            return await _bounded(make(client), self.timeout_s)
         except self._errors as exc:
             if "lease not found" in str(exc):
                 raise LeaseGone(str(exc)) from None
@@ -133,14 +150,14 @@ class EtcdClient:
         client, self._client = self._client, None
         self._index += 1
         if client is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.close(), 1.0)
+            with contextlib.suppress(*self._errors):
+                await _bounded(client.close(), 1.0)
 
     async def close(self) -> None:
         client, self._client = self._client, None
         if client is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(client.close(), 1.0)
+            with contextlib.suppress(*self._errors):
+                await _bounded(client.close(), 1.0)
 
     # --- plain calls --------------------------------------------------------------
 

@@ -180,6 +180,17 @@ async def test_a_master_cut_off_from_etcd_stops_taking_writes(
             return response.code == ResponseCode.SERVICE_NOT_AVAILABLE
 
         await until(fenced, timeout=group.lease_seconds + 10)
+        route = await _route_master(client, group.namesrv, group.broker_name)
+        assert route in ("", master.addr)
+
+        async def stepped_down() -> bool:  # past the lease's latest end it registers as a slave
+            return await _route_master(client, group.namesrv, group.broker_name) == ""
+
+        try:
+            await until(stepped_down, timeout=group.lease_seconds + 40)
+        except AssertionError:
+            print("=====", master.output[-5000:])
+            raise
     finally:
         os.kill(etcd.popen.pid, signal.SIGCONT)
 
