@@ -46,7 +46,7 @@ from orbitmq.client.tasks import cancel_and_wait, sleep_or_wake
 from orbitmq.client.transaction_check import on_check_transaction_state
 from orbitmq.common.filter import EXPRESSION_TAG, SubscriptionData
 from orbitmq.common.message import Message
-from orbitmq.errors import BrokerError, ClientError, NoRouteError, RemotingError, TopicNotExist
+from orbitmq.errors import BrokerError, ClientError, NoRouteError, OrbitMQError, RemotingError, TopicNotExist
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
@@ -131,6 +131,9 @@ class ClientInstance:
             self.remoting.add_rpc_hook(config.rpc_hook)  # before the ACL signing hook, which signs last
         self.api = MQClientAPI(self.remoting, timeout)
         self.routes: dict[str, TopicRouteData] = {}
+        #: Topic -> when a failure last made its route be looked up again (monotonic s).
+        self._route_refreshed: dict[str, float] = {}
+        self._route_refreshes: set[asyncio.Task[None]] = set()
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self.publish_infos: dict[str, TopicPublishInfo] = {}
         self.producers: dict[str, ProducerMember] = {}
@@ -189,6 +192,7 @@ class ClientInstance:
         self._registry.pop((id(loop), self.client_id), None)
         await cancel_and_wait(self._tasks)
         self._tasks.clear()
+        await cancel_and_wait(list(self._route_refreshes))
         await self.remoting.close()
 
     def _start(self) -> None:
@@ -281,6 +285,25 @@ class ClientInstance:
             return None
         self._install_route(topic, route)
         return route
+
+    def refresh_route_soon(self, topic: str) -> None:
+        """A broker of `topic` is gone or no longer its group's master (failover): look the route
+        up again now, in the background, rather than at the next periodic poll; at most once a
+        second per topic."""
+        now = time.monotonic()
+        if now - self._route_refreshed.get(topic, -1e9) < 1.0:
+            return
+        self._route_refreshed[topic] = now
+
+        async def refresh() -> None:
+            try:
+                await self.update_route(topic)
+            except OrbitMQError:
+                pass  # the next failure or the periodic poll tries again
+
+        task = asyncio.ensure_future(refresh())
+        self._route_refreshes.add(task)
+        task.add_done_callback(self._route_refreshes.discard)
 
     def _install_route(self, topic: str, route: TopicRouteData) -> None:
         self.routes[topic] = route

@@ -95,9 +95,6 @@ class Producer(ClientService):
         self.group = group
         self._instance: ClientInstance | None = None
         self._fault = FaultStrategy(self.config.send_latency_fault_enable)
-        #: Topic -> when its route was last refreshed because a broker failed a send (monotonic s).
-        self._route_refreshed: dict[str, float] = {}
-        self._route_refreshes: set[asyncio.Task[Any]] = set()
         self._ids = UniqueIdGenerator()
         self._topics: set[str] = set()
         self._pending: set[asyncio.Future[Any]] = set()
@@ -381,7 +378,7 @@ class Producer(ClientService):
                 if isinstance(exc, (RemotingError, BrokerError)):
                     self._fault.record(mq.broker_name, _elapsed_ms(started), isolation=True)
                 if isinstance(exc, RemotingError) or getattr(exc, "code", None) == ResponseCode.SERVICE_NOT_AVAILABLE:
-                    self._refresh_route_soon(topic)
+                    self.instance.refresh_route_soon(topic)
                 if not exc.retriable:
                     raise
                 last_error = exc
@@ -395,24 +392,6 @@ class Producer(ClientService):
         if last_error is not None:
             raise last_error
         raise RequestTimeout(f"send to topic {topic} timed out after {timeout_s}s")
-
-    def _refresh_route_soon(self, topic: str) -> None:
-        """A broker is gone or no longer a master (failover): look the route up again now rather
-        than at the next periodic poll, at most once a second per topic."""
-        now = time.monotonic()
-        if now - self._route_refreshed.get(topic, -1e9) < 1.0 or self._instance is None:
-            return
-        self._route_refreshed[topic] = now
-
-        async def refresh() -> None:
-            try:
-                await self.instance.update_route(topic)
-            except OrbitMQError:
-                pass  # the next failure or the periodic poll tries again
-
-        task = asyncio.ensure_future(refresh())
-        self._route_refreshes.add(task)
-        task.add_done_callback(self._route_refreshes.discard)
 
     def _request(
         self, batch: bool, msgs: list[Message], mq: MessageQueue, encoded: list[bytes] | None = None

@@ -33,6 +33,11 @@ PRODUCER_RETRY_CODES = {1, 2, 14, 16, 17, 204, 205}
 class FakeInstance:
     def __init__(self) -> None:
         self.info = TopicPublishInfo([MessageQueue("T", broker, 0) for broker in ("a", "b", "c")])
+        #: Topics whose route the producer asked to look up again at once.
+        self.refreshed: list[str] = []
+
+    def refresh_route_soon(self, topic: str) -> None:
+        self.refreshed.append(topic)
 
     async def publish_info(self, topic: str, default_topic: str, default_queue_nums: int) -> TopicPublishInfo:
         return self.info
@@ -97,6 +102,19 @@ async def test_connection_failures_and_a_broker_missing_from_the_route_are_retri
     producer, tried = producer_failing_with(error)
     assert (await producer._send(Message("T", b"x"), None, None, None, 3.0, 2)).status is SendStatus.SEND_OK
     assert len(tried) == 2
+
+
+@pytest.mark.parametrize(("error", "refreshed"), [
+    (ConnectError("gone"), ["T"]),  # a broker gone (its master died): the route may name a new master
+    (BrokerError.for_code(14, "not a confirmed master"), ["T"]),  # a fenced or deposed master
+    (SystemBusy("[TIMEOUT_CLEAN_QUEUE]broker busy"), []),
+])
+async def test_a_gone_broker_or_a_non_master_makes_the_route_be_looked_up_again(
+    error: OrbitMQError, refreshed: list[str]
+) -> None:
+    producer, _ = producer_failing_with(error)
+    assert (await producer._send(Message("T", b"x"), None, None, None, 3.0, 2)).status is SendStatus.SEND_OK
+    assert producer._instance.refreshed == refreshed  # type: ignore[union-attr]
 
 
 async def test_the_last_error_is_raised_when_every_attempt_fails() -> None:

@@ -9,7 +9,16 @@ import time
 
 import pytest
 
-from orbitmq.client import Message, Producer, PullConsumer, PullStatus, SendStatus
+from orbitmq.client import (
+    ConsumeResult,
+    Message,
+    MessageExt,
+    Producer,
+    PullConsumer,
+    PullStatus,
+    PushConsumer,
+    SendStatus,
+)
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import create_topic
 from tests.support.failover import FailoverGroup
@@ -50,21 +59,38 @@ async def test_killed_master_is_replaced_and_nothing_acknowledged_is_lost(
             if result.status is SendStatus.SEND_OK:
                 acked[body] = result.message_queue.broker_name + "@" + str(result.queue_offset)
 
-    # The routes' periodic poll stays at its 30 s default: the producer looks the route up again
-    # as soon as a broker fails its sends, so it reaches the new master well before the next poll.
-    async with Producer("FailoverProducer", namesrv_addr=group.namesrv) as producer:
-        senders = [asyncio.ensure_future(send_loop(producer)) for _ in range(4)]
-        try:
-            await until(lambda: _count(acked, 100), timeout=30)
-            before = len(acked)
-            killed_at = time.monotonic()
-            first.kill()
-            new = await asyncio.to_thread(group.wait_master, first, 30.0)
-            took = time.monotonic() - killed_at
-            await until(lambda: _count(acked, before + 100), timeout=25)
-        finally:
-            stop.set()
-            await asyncio.gather(*senders)
+    consumed: set[bytes] = set()
+
+    def listener(msgs: list[MessageExt]) -> ConsumeResult:
+        consumed.update(m.body for m in msgs)
+        return ConsumeResult.CONSUME_SUCCESS
+
+    async def all_consumed() -> bool:
+        return set(acked) <= consumed
+
+    # Route polls stay at their 30 s default: the producer and the push consumer look a route up
+    # again as soon as a broker fails them, so they reach the new master well before the next poll.
+    push = PushConsumer("FailoverPush", namesrv_addr=group.namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    push.subscribe(TOPIC, "*")
+    push.register_listener(listener)
+    await push.start()
+    try:
+        async with Producer("FailoverProducer", namesrv_addr=group.namesrv) as producer:
+            senders = [asyncio.ensure_future(send_loop(producer)) for _ in range(4)]
+            try:
+                await until(lambda: _count(acked, 100), timeout=30)
+                before = len(acked)
+                killed_at = time.monotonic()
+                first.kill()
+                new = await asyncio.to_thread(group.wait_master, first, 30.0)
+                took = time.monotonic() - killed_at
+                await until(lambda: _count(acked, before + 100), timeout=25)
+            finally:
+                stop.set()
+                await asyncio.gather(*senders)
+        await until(all_consumed, timeout=25)  # the push consumer went on from the new master
+    finally:
+        await push.shutdown()
     assert new is not first
     snap = await asyncio.to_thread(group.state)
     assert snap.state is not None and snap.state.master_epoch == 2 and snap.master is not None
