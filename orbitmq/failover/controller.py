@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -332,6 +333,8 @@ class FailoverController:
         if decision.verdict is Verdict.INELIGIBLE:
             return self.interval_s
         base = snap.state or GroupState()
+        # Never below an epoch this store already holds (etcd's data lost or replaced, say).
+        base = dataclasses.replace(base, master_epoch=max(base.master_epoch, self.host.last_epoch()))
         new_state = base.elected(self.broker_id, self.host.own_addr(), self.host.own_ha_addr())
         claim = MasterClaim(self.broker_id, new_state.master_epoch, new_state.master_addr, new_state.master_ha_addr)
         if await self.keys.campaign(snap, new_state, claim, self.lease):
