@@ -93,7 +93,7 @@ async def test_killed_master_is_replaced_and_nothing_acknowledged_is_lost(
         await push.shutdown()
     assert new is not first
     snap = await asyncio.to_thread(group.state)
-    assert snap.state is not None and snap.state.master_epoch == 2 and snap.master is not None
+    assert snap.state is not None and snap.state.master_epoch >= 2 and snap.master is not None
     print(f"failover: new master {new.name} after {took:.2f}s; {len(acked)} acked, {len(failures)} failed sends")
     assert took < 30
 

@@ -37,7 +37,7 @@ from tests.support.procs import ServerProcess, orbitmq_command, start_server
 CLUSTER = "FoCluster"
 BROKER_NAME = "broker-fo"
 #: Short leases keep tests quick; the default is 6 s.
-TEST_LEASE_SECONDS = 3
+TEST_LEASE_SECONDS = 4
 
 
 def etcd_binary() -> str | None:
