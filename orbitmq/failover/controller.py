@@ -69,6 +69,12 @@ class ReplicaHost(Protocol):
         """Master: ids of the replicas on its HA port, or None when the HA stream does not say."""
 
 
+def _stopping() -> bool:
+    """Whether the running task itself was asked to stop (not a cancellation raised by a callee)."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
 def _read_identity(path: str, cluster: str, broker_name: str) -> int | None:
     try:
         with open(path, encoding="utf-8") as f:
@@ -204,6 +210,10 @@ class FailoverController:
             except EtcdUnavailable as exc:
                 log.warning("broker group %s: lease renewal failed: %s", self.config.broker_name, exc)
                 continue
+            except asyncio.CancelledError:
+                if _stopping():
+                    raise
+                continue
             if ttl > 0:
                 self.lease_clock.renewed(sent, ttl)
             else:
@@ -243,6 +253,11 @@ class FailoverController:
                 log.warning("broker group %s: etcd: %s", self.config.broker_name, exc)
             except Exception:  # one failed round must not end failover for good
                 log.exception("broker group %s: failover round failed", self.config.broker_name)
+            except asyncio.CancelledError:
+                if _stopping():
+                    raise
+                # A cancellation that is not ours (raised out of a library call) must not end the loop.
+                log.warning("broker group %s: a failover round was cancelled from inside", self.config.broker_name)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), max(0.01, timeout))

@@ -106,6 +106,8 @@ async def _bounded(call: Any, timeout_s: float) -> Any:
         task.cancel()
         task.add_done_callback(_consume)
         raise TimeoutError(f"no answer within {timeout_s:g}s")
+    if task.cancelled():  # the channel was closed under the call (another call's failure dropped it)
+        raise ConnectionError("the etcd call was cancelled with its connection")
     return task.result()
 
 

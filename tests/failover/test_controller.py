@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -86,3 +87,20 @@ async def test_a_replica_that_loses_its_master_stops_copying_and_reports_once() 
                          lives={2: LiveReport(2, "a", "b", 3, 500)})
     assert await ctl._leaderless(snap, 100.0) == 0.0  # publish the final offset before deciding
     assert host.calls == [("stop",)] and ctl._final_for == 3 and not keys.campaigns
+
+
+async def test_an_etcd_call_cancelled_under_the_caller_is_a_failure_not_a_cancellation() -> None:
+    """gRPC cancels calls in flight when their channel closes; that must not stop the caller's loop."""
+    from orbitmq.failover.etcd import _bounded
+
+    async def cancelled_inside() -> None:
+        raise asyncio.CancelledError
+
+    with pytest.raises(ConnectionError):
+        await _bounded(cancelled_inside(), 1.0)
+
+    async def silent() -> None:
+        await asyncio.Event().wait()
+
+    with pytest.raises(TimeoutError):
+        await _bounded(silent(), 0.05)
