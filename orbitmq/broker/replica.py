@@ -1,10 +1,9 @@
 """Controller mode: the broker's side of a role change (failover.controller.ReplicaHost).
 
-Becoming master (RocketMQ 5's order): stop copying, switch the store to the master role,
-note the new epoch in the store's epoch file when it has one, run as brokerId 0 with the
-master role of the config (SYNC_MASTER when brokerRole=SLAVE), listen on the HA port,
-start delay and timer delivery, register with the NameServers. Becoming slave: stop the
-master services, switch the store, copy from the new master's HA address (from etcd) under
+Becoming master (RocketMQ 5's order): `Replication.promote(epoch)` (stop copying, cut a
+torn tail, epoch file entry, store role, HA port), run as brokerId 0, start delay and timer
+delivery, register with the NameServers. Becoming slave: stop the master services,
+`Replication.follow(haAddr, epoch)` towards the new master's HA address (from etcd) under
 the replica's own id, sync metadata from the master, register.
 
 Role changes run one at a time, on the broker's event loop.
@@ -18,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from orbitmq.broker.config import BrokerConfig
+from orbitmq.broker.ha import Replication
 from orbitmq.store.config import BrokerRole
 
 if TYPE_CHECKING:
@@ -69,64 +69,36 @@ class BrokerReplica:
         store = dataclasses.replace(config.store, broker_role=self.master_role, ha_master_address="")
         return dataclasses.replace(config, broker_id=0, store=store)
 
-    def _store_role(self, role: BrokerRole) -> None:
-        store = self._store
-        set_role = getattr(store, "set_role", None)
-        if set_role is not None:
-            set_role(role)
-        elif hasattr(store, "config"):
-            store.config = dataclasses.replace(store.config, broker_role=role)
+    # --- role changes (the controller-mode Replication: docs/failover-store.md) -----------------
 
-    # --- role changes ---------------------------------------------------------------------------
-
-    def _controller_replication(self) -> Any:
-        """The broker's Replication when it offers the controller-mode API (promote/follow,
-        epoch-aware HA stream, in-sync set); None when it is the RocketMQ 4.x one."""
+    def _replication(self) -> Replication:
         replication = self.broker.replication
-        if replication is not None and getattr(replication, "controller_mode", False):
-            return replication
-        return None
+        assert replication is not None and replication.controller_mode, "controller mode without its Replication"
+        return replication
 
     async def stop_replicating(self) -> None:
         async with self._lock:
-            replication = self.broker.replication
-            if replication is None or not replication.is_slave:
-                return
-            if self._controller_replication() is not None:
-                slave, replication.slave = replication.slave, None
-                if slave is not None:
-                    await slave.close()
-                return
-            self.broker.replication = None
-            await replication.close()
+            replication = self._replication()
+            slave, replication.slave = replication.slave, None
+            if slave is not None:
+                await slave.close()
 
     def connected_replicas(self) -> set[int] | None:
-        replication = self._controller_replication()
-        if replication is None:
-            return None  # the 4.x HA stream does not name its slaves
-        return {broker_id for broker_id, info in replication.replicas().items() if info.connected}
+        return {broker_id for broker_id, info in self._replication().replicas().items() if info.connected}
 
     def set_in_sync(self, broker_ids: tuple[int, ...], own_id: int) -> None:
         """The master's in-sync set (ids, own included) for the acknowledgement rule."""
-        replication = self._controller_replication()
-        if replication is not None:
-            replication.in_sync_set.set([i for i in broker_ids if i != own_id])
+        self._replication().in_sync_set.set([i for i in broker_ids if i != own_id])
 
     async def become_master(self, epoch: int) -> None:
         async with self._lock:
             broker = self.broker
-            store = self._store
-            if store is None:
-                return
-            controlled = self._controller_replication()
-            if controlled is not None:
-                # The store side's own order: stop copying, cut a torn tail, epoch entry, store role, HA port.
-                controlled.in_sync_set.set([])  # a master of a new term starts with an in-sync set of itself
-                await controlled.promote(epoch)
-                self._epoch = epoch
-                broker.live.value = self.master_config(broker.live.value)
-            else:
-                await self._recreate_master(epoch)
+            replication = self._replication()
+            # The store side's own order: stop copying, cut a torn tail, epoch entry, store role, HA port.
+            replication.in_sync_set.set([])  # a master of a new term starts with an in-sync set of itself
+            await replication.promote(epoch)
+            self._epoch = epoch
+            broker.live.value = self.master_config(broker.live.value)
             if not self._master_services and broker.schedule is not None and broker.timers is not None:
                 await broker.schedule.start()
                 await broker.timers.start()
@@ -134,58 +106,24 @@ class BrokerReplica:
             broker.topics.data_version = broker.topics.data_version.next(broker.clock_ms())
             await self._register()
 
-    async def _recreate_master(self, epoch: int) -> None:
-        """Without the controller-mode Replication: a new RocketMQ 4.x one in the master role."""
-        broker = self.broker
-        store = self._store
-        replication, broker.replication = broker.replication, None
-        if replication is not None:
-            await replication.close()
-        self._store_role(self.master_role)
-        epochs = getattr(store, "epochs", None)
-        if epochs is not None:
-            epochs.append(epoch, store.get_max_phy_offset())
-        self._epoch = epoch
-        broker.live.value = self.master_config(broker.live.value)
-        config = broker.live.value
-        broker.replication = broker._create_replication(store, broker._server_tls)
-        await broker.replication.start(config.listen_host, config.advertised_ip)
-
     async def become_slave(self, broker_id: int, epoch: int, master_addr: str, master_ha_addr: str) -> None:
         async with self._lock:
             broker = self.broker
-            store = self._store
-            if store is None:
-                return
+            replication = self._replication()
             if self._master_services and broker.schedule is not None and broker.timers is not None:
                 await broker.schedule.close()
                 await broker.timers.close()
                 self._master_services = False
-            controlled = self._controller_replication()
-            if controlled is not None:
-                controlled.replica_id = broker_id
-                await controlled.follow(master_ha_addr, epoch)
-                self._epoch = max(self._epoch, epoch)
-                broker.live.value = self.slave_config(broker.live.value, broker_id, master_ha_addr)
-                metadata = controlled.metadata
-                if metadata is not None:
-                    await metadata.close()  # restarted towards the new master
-                    if master_addr:
-                        metadata.set_master(master_addr)
-                    metadata.start()
-                await self._register()
-                return
-            replication, broker.replication = broker.replication, None
-            if replication is not None:
-                await replication.close()
-            self._store_role(BrokerRole.SLAVE)
+            replication.replica_id = broker_id
+            await replication.follow(master_ha_addr, epoch)
             self._epoch = max(self._epoch, epoch)
             broker.live.value = self.slave_config(broker.live.value, broker_id, master_ha_addr)
-            config = broker.live.value
-            broker.replication = broker._create_replication(store, broker._server_tls)
-            await broker.replication.start(config.listen_host, config.advertised_ip)
-            if broker.replication.metadata is not None and master_addr:
-                broker.replication.metadata.set_master(master_addr)
+            metadata = replication.metadata
+            if metadata is not None:
+                await metadata.close()  # restarted towards the new master
+                if master_addr:
+                    metadata.set_master(master_addr)
+                metadata.start()
             await self._register()
 
     async def _register(self) -> None:

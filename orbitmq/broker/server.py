@@ -425,8 +425,7 @@ class Broker:
         replication = self.replication
         if replication is None:
             return PutMessageStatus.PUT_OK
-        waits = getattr(replication, "waits_for_replicas", None)  # the controller-mode Replication's rule
-        if not (replication.sync_master if waits is None else waits):
+        if not replication.waits_for_replicas:
             return PutMessageStatus.PUT_OK
         return await replication.wait_for_slave(end_offset)
 
