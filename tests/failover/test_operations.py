@@ -218,3 +218,24 @@ async def test_a_master_cut_off_from_etcd_stops_taking_writes(
         for replica in group.replicas:
             print("=====", replica.name, replica.output[-4000:])
         raise
+
+
+async def test_a_stalled_slave_leaves_the_in_sync_set_and_rejoins_once_caught_up(
+    group: FailoverGroup, client: RemotingClient
+) -> None:
+    master = await _ready(group, client)
+    slave = next(r for r in group.replicas if r is not master)
+    assert slave.process is not None
+    os.kill(slave.process.pid, signal.SIGSTOP)
+    try:
+        async def shrunk() -> bool:
+            snap = await _state(group)
+            return snap.state is not None and len(snap.state.sss) == 2
+        await until(shrunk, timeout=30)
+        # Without the stalled member the in-sync set acknowledges again.
+        for i in range(5):
+            await _send_acked(client, master.addr, b"while stalled %d" % i)
+    finally:
+        os.kill(slave.process.pid, signal.SIGCONT)
+    await _in_sync(group, 3)  # caught up again: back in the set
+    await _send_acked(client, master.addr, b"all three again")
