@@ -111,7 +111,7 @@ async def serve_dev(
 @click.option("--replicas", default=1, show_default=True, type=click.IntRange(1, 9),
               help="More than 1: etcd and a failover group of this many broker processes "
               "(docs/failover.md); the first master on --broker-port, the others 10 ports apart "
-              "(no console or metrics endpoint in this mode).")
+              "(no console, metrics or gRPC endpoint in this mode).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def dev_command(
     store_dir: str,
