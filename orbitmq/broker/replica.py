@@ -120,7 +120,7 @@ class BrokerReplica:
             broker.live.value = self.slave_config(broker.live.value, broker_id, master_ha_addr)
             metadata = replication.metadata
             if metadata is not None:
-                await metadata.close()  # restarted towards the new master
+                await metadata.stop()  # restarted towards the new master (close() would end its client)
                 if master_addr:
                     metadata.set_master(master_addr)
                 metadata.start()

@@ -95,11 +95,15 @@ class MetadataSync:
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
 
-    async def close(self) -> None:
+    async def stop(self) -> None:
+        """End the sync rounds; `start()` may run them again (the connection stays usable)."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+
+    async def close(self) -> None:
+        await self.stop()
         await self.client.close()
 
     async def _run(self) -> None:
