@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orbitmq.client import ConsumeOrderlyResult, ConsumeResult, Message, MessageExt, Producer, PushConsumer
+from orbitmq.client import (
+    ConsumeOrderlyResult,
+    ConsumeResult,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+    hash_selector,
+)
 from orbitmq.client.results import SendStatus
 from orbitmq.errors import MessageValidationError, OrbitMQError
 from tests.support.history import History, Outcome
@@ -93,8 +101,10 @@ class Cluster:
         self.procs[host].kill()
 
     def close(self) -> None:
-        for proc in reversed(list(self.procs.values())):
+        """Stop every process by PID; keep each one's output in `<root>/<host>.out` for a post-mortem."""
+        for host, proc in reversed(list(self.procs.items())):
             proc.stop()
+            (self.root / f"{host}.out").write_text("".join(proc.output))
         self.procs.clear()
 
 
@@ -164,12 +174,14 @@ class Load:
     """`in_flight` concurrent senders sending until `stop()`; each sender is one ordered stream."""
 
     def __init__(self, recorder: Recorder, producer: Producer, topic: str, *, in_flight: int = 4,
-                 prefix: str = "m", **send_kwargs: Any) -> None:
+                 prefix: str = "m", orderly: bool = False, **send_kwargs: Any) -> None:
         self.recorder = recorder
         self.producer = producer
         self.topic = topic
         self.prefix = prefix
         self.send_kwargs = send_kwargs
+        #: Orderly: each stream goes to one queue (hash of its index), each send tried once.
+        self.orderly = orderly
         self._stop = asyncio.Event()
         self._tasks = [asyncio.ensure_future(self._sender(i)) for i in range(in_flight)]
         self.outcomes: list[tuple[float, Outcome]] = []
@@ -180,14 +192,169 @@ class Load:
             if self._stop.is_set():
                 return
             key = f"{stream}-{seq}"
-            outcome = await self.recorder.send(self.producer, self.topic, key, stream=stream, seq=seq,
-                                               **self.send_kwargs)
+            kwargs = dict(self.send_kwargs)
+            if self.orderly:
+                kwargs.update(selector=hash_selector, arg=index)
+            outcome = await self.recorder.send(self.producer, self.topic, key, stream=stream, seq=seq, **kwargs)
             self.outcomes.append((self.recorder.clock(), outcome))
-            await asyncio.sleep(0.005)  # a steady load, not a flood: the machine is shared
+            # A steady load, not a flood (the machine is shared); after a failure a short pause, as
+            # an application would make, so a sender does not spin while no master is known.
+            await asyncio.sleep(0.005 if outcome is Outcome.ACKED else 0.1)
 
     def acked_since(self, moment: float) -> int:
         return sum(1 for at, outcome in self.outcomes if at >= moment and outcome is Outcome.ACKED)
 
+    def first_ack_after(self, moment: float) -> float | None:
+        """When the first send that started after `moment` was acknowledged (None: none yet)."""
+        return min((at for at, outcome in self.outcomes if at >= moment and outcome is Outcome.ACKED), default=None)
+
     async def stop(self) -> None:
         self._stop.set()
         await asyncio.gather(*self._tasks)
+
+
+# --- controller mode (docs/failover.md): etcd and replicas on their own hosts --------------------
+
+ETCD_PORT = 2379
+ETCD_PEER_PORT = 2380
+HA_PORT = 10912
+#: Short leases keep the tests quick (the default is 6 s).
+LEASE_SECONDS = 3
+
+
+def start_etcd(cluster: Cluster, host: str = "etcd", timeout: float = 30.0) -> ServerProcess:
+    """One etcd member on `host` (Debian's etcd-server), healthy before this returns."""
+    import shutil
+    import subprocess
+    import urllib.request
+
+    binary = shutil.which("etcd")
+    assert binary is not None, "etcd is not installed"
+    net = cluster.net
+    if host not in net.hosts:
+        net.add_host(host)
+    ip = net.addr(host)
+    client_url, peer_url = f"http://{ip}:{ETCD_PORT}", f"http://{ip}:{ETCD_PEER_PORT}"
+    data = cluster.root / host
+    data.mkdir(parents=True, exist_ok=True)
+    with open(data / "etcd.log", "ab") as log:
+        popen = subprocess.Popen(net.command(host, [
+            binary, "--name", "fo", "--data-dir", str(data / "data"),
+            "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
+            "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", f"fo={peer_url}"]), stdout=log, stderr=subprocess.STDOUT)
+    proc = ServerProcess(popen, [f"{ip}:{ETCD_PORT}"])
+    cluster.procs[host] = proc
+    deadline = time.monotonic() + timeout
+    while True:
+        if popen.poll() is not None:
+            raise RuntimeError("etcd exited:\n" + (data / "etcd.log").read_text(errors="replace")[-3000:])
+        try:
+            with net.enter(host), urllib.request.urlopen(f"{client_url}/health", timeout=1) as reply:
+                if b'"true"' in reply.read():
+                    return proc
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError("etcd not healthy in time")
+        time.sleep(0.1)
+
+
+def replica_conf(cluster: Cluster, host: str, broker_name: str, etcd: str = "etcd", **extra: str) -> dict[str, str]:
+    """broker.conf keys of a controller-mode replica on `host` (docs/failover.md)."""
+    values = {
+        "brokerRole": "SYNC_MASTER",
+        "haListenPort": str(HA_PORT),
+        "fastChannelEnable": "false",
+        "enableControllerMode": "true",
+        "etcdEndpoints": f"{cluster.net.addr(etcd)}:{ETCD_PORT}",
+        "controllerLeaseSeconds": str(LEASE_SECONDS),
+        "controllerReportIntervalMs": "300",
+        "haMaxTimeSlaveNotCatchup": "5000",
+    }
+    values.update(extra)
+    return values
+
+
+def start_replica(cluster: Cluster, host: str, broker_name: str = "broker-fo", **extra: str) -> ServerProcess:
+    values = replica_conf(cluster, host, broker_name, **extra)
+    role = values.pop("brokerRole")
+    return cluster.start_broker(host, broker_name, role, 0, **values)
+
+
+async def route_addrs(namesrv: str, topic: str, broker_name: str) -> dict[int, str]:
+    """brokerId -> address of `broker_name` in `topic`'s route as the NameServer gives it now."""
+    from orbitmq.common import jsonbody
+    from orbitmq.remoting.codes import RequestCode
+    from orbitmq.remoting.command import RemotingCommand
+    from orbitmq.remoting.transport import RemotingClient
+
+    client = RemotingClient()
+    try:
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        response = await client.invoke(namesrv, request, 3.0)
+    except (OrbitMQError, OSError, TimeoutError):
+        return {}
+    finally:
+        await client.close()
+    if response.code != 0:
+        return {}
+    for data in jsonbody.loads(response.body_bytes())["brokerDatas"]:
+        if data["brokerName"] == broker_name:
+            return {int(k): v for k, v in jsonbody.int_keys(data["brokerAddrs"]).items()}
+    return {}
+
+
+async def wait_master(cluster: Cluster, broker_name: str = "broker-fo", *, topic: str = "TBW102",
+                      other_than: str | None = None, timeout: float = 60.0) -> str:
+    """The host whose broker the NameServer names brokerId 0 of `broker_name` (not `other_than`)."""
+    deadline = time.monotonic() + timeout
+    by_addr = {cluster.addr(h): h for h in cluster.net.hosts}
+    while True:
+        master = (await route_addrs(cluster.namesrv, topic, broker_name)).get(0)
+        host = by_addr.get(master or "")
+        if host is not None and host != other_than:
+            return host
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no master of {broker_name} other than {other_than} within {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+def group_state(cluster: Cluster, broker_name: str = "broker-fo", etcd: str = "etcd") -> dict[str, Any]:
+    """The group's `state` key (docs/failover.md: masterId, masterEpoch, sss...) read through etcd's
+    JSON gateway from the client host ({} when absent or unreachable). Blocking, and brief."""
+    import base64
+    import json
+    import urllib.request
+
+    key = f"/orbitmq/v1/{cluster.cluster_name}/{broker_name}/state"
+    body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
+    url = f"http://{cluster.net.addr(etcd)}:{ETCD_PORT}/v3/kv/range"
+    try:
+        with cluster.net.enter("client"), urllib.request.urlopen(url, body, timeout=2) as reply:
+            kvs = json.loads(reply.read()).get("kvs", [])
+    except OSError:
+        return {}
+    return json.loads(base64.b64decode(kvs[0]["value"])) if kvs else {}
+
+
+async def topic_on_replicas(cluster: Cluster, hosts: list[str], topic: str) -> bool:
+    """Whether every broker on `hosts` knows `topic` (slaves copy the master's topics every 10 s)."""
+    from orbitmq.common import jsonbody
+    from orbitmq.remoting.codes import RequestCode
+    from orbitmq.remoting.command import RemotingCommand
+    from orbitmq.remoting.transport import RemotingClient
+
+    client = RemotingClient()
+    try:
+        for host in hosts:
+            request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG)
+            try:
+                response = await client.invoke(cluster.addr(host), request, 3.0)
+            except (OrbitMQError, OSError, TimeoutError):
+                return False
+            if response.code != 0 or topic not in jsonbody.loads(response.body_bytes())["topicConfigTable"]:
+                return False
+        return True
+    finally:
+        await client.close()
