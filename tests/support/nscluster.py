@@ -185,6 +185,8 @@ class Load:
         self._stop = asyncio.Event()
         self._tasks = [asyncio.ensure_future(self._sender(i)) for i in range(in_flight)]
         self.outcomes: list[tuple[float, Outcome]] = []
+        #: (started, ended, outcome) of every send.
+        self.sends: list[tuple[float, float, Outcome]] = []
 
     async def _sender(self, index: int) -> None:
         stream = f"{self.prefix}{index}"
@@ -192,11 +194,13 @@ class Load:
             if self._stop.is_set():
                 return
             key = f"{stream}-{seq}"
+            started = self.recorder.clock()
             kwargs = dict(self.send_kwargs)
             if self.orderly:
                 kwargs.update(selector=hash_selector, arg=index)
             outcome = await self.recorder.send(self.producer, self.topic, key, stream=stream, seq=seq, **kwargs)
             self.outcomes.append((self.recorder.clock(), outcome))
+            self.sends.append((started, self.recorder.clock(), outcome))
             # A steady load, not a flood (the machine is shared); after a failure a short pause, as
             # an application would make, so a sender does not spin while no master is known.
             await asyncio.sleep(0.005 if outcome is Outcome.ACKED else 0.1)
@@ -206,7 +210,8 @@ class Load:
 
     def first_ack_after(self, moment: float) -> float | None:
         """When the first send that started after `moment` was acknowledged (None: none yet)."""
-        return min((at for at, outcome in self.outcomes if at >= moment and outcome is Outcome.ACKED), default=None)
+        return min((end for start, end, outcome in self.sends if start >= moment and outcome is Outcome.ACKED),
+                   default=None)
 
     async def stop(self) -> None:
         self._stop.set()

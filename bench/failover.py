@@ -1,0 +1,192 @@
+"""What a failover costs: a three-replica group (docs/failover.md), each replica on its own host.
+
+    ./run bench failover [--rounds 3] [--poll-ms 30000] [--seconds 10] [--in-flight 64]
+
+Hosts are network namespaces on one bridge (tests/support/netns.py; needs root, iproute2 and
+etcd), so killing a host's broker is what a crashed machine looks like to the others. For each
+round, under a steady load of 4 producers and one push consumer:
+
+* the master is SIGKILLed;
+* "first ack": from the kill to the first acknowledged send that started after it (written on
+  the new master); "consumers": from the kill to the first delivery of such a message;
+* "duplicates": deliveries beyond the first during the round (the history checker also proves
+  nothing acknowledged was lost);
+* the old master is restarted and rejoins as a slave before the next round.
+
+`--poll-ms` is the clients' NameServer poll (RocketMQ's default 30 s: a client learns of the new
+master at its next poll); the README quotes both the default and `--poll-ms 1000`.
+
+Then throughput: `--in-flight` sends in flight for `--seconds` against the group running as
+SYNC_MASTER (acknowledged once the in-sync replicas hold it) and as ASYNC_MASTER.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from orbitmq.client import Message, Producer
+from orbitmq.client.results import SendStatus
+from orbitmq.errors import OrbitMQError
+from tests.support import netns
+from tests.support.history import Outcome
+from tests.support.nscluster import (
+    Cluster,
+    Load,
+    Recorder,
+    group_state,
+    start_etcd,
+    start_replica,
+    topic_on_replicas,
+    wait_master,
+)
+
+REPLICAS = ["r0", "r1", "r2"]
+GROUP = "broker-fo"
+
+
+async def _wait(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench failover: {what} not within {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+async def _healthy(cluster: Cluster, topic: str) -> None:
+    await _wait(lambda: topic_on_replicas(cluster, REPLICAS, topic), 60, f"topic {topic} on every replica")
+    await _wait(lambda: len(group_state(cluster, GROUP).get("sss", [])) == len(REPLICAS), 60,
+                "every replica in the in-sync set")
+
+
+async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
+                 poll: dict[str, int]) -> tuple[str, float, float, int, int]:
+    """One SIGKILL of the master under load: (old master, first ack s, consumers s, duplicates, acked)."""
+    recorder = Recorder()
+    history = recorder.history
+    consumer = recorder.consumer(cluster.namesrv, group, topic, **poll)
+    await consumer.start()
+    load = Load(recorder, producer, topic)
+    try:
+        await _wait(lambda: load.acked_since(0) >= 100, 60, "load before the kill")
+        old = await wait_master(cluster, GROUP, topic=topic)
+        killed = time.monotonic()
+        cluster.kill(old)
+        await _wait(lambda: load.first_ack_after(killed) is not None, 120, "a write on the new master")
+        await _wait(lambda: load.acked_since(killed) >= 100, 60, "load after the failover")
+        await load.stop()
+        await _wait(lambda: history.acked_keys() <= history.delivered_keys(), 120, "consumers caught up")
+    finally:
+        await consumer.shutdown()
+    report = history.check()  # raises if anything acknowledged was lost
+    first_ack = load.first_ack_after(killed)
+    assert first_ack is not None
+    after = {k for k, s in history.sends.items() if s.outcome is Outcome.ACKED and s.at >= killed}
+    resumed = min(r.at for r in history.receives if r.key in after)
+    return old, first_ack - killed, resumed - killed, report.duplicates, report.acked
+
+
+async def _failovers(cluster: Cluster, rounds: int, poll_ms: int) -> list[tuple[float, float, int, int]]:
+    rows: list[tuple[float, float, int, int]] = []
+    poll = {"poll_name_server_interval_ms": poll_ms}
+    async with Producer("BenchFoPG", namesrv_addr=cluster.namesrv, send_msg_timeout_ms=3000, **poll) as producer:
+        for index in range(rounds):
+            topic = f"BenchFailover{index}"  # a topic per round: each round's consumer reads its own history
+            await wait_master(cluster, GROUP)
+            await producer.create_topic("TBW102", topic, 4)
+            await _healthy(cluster, topic)
+            old, first, resumed, duplicates, acked = await _round(cluster, producer, topic, f"BenchFoCG{index}", poll)
+            rows.append((first, resumed, duplicates, acked))
+            print(f"  round {index + 1}: master {old} killed; first ack {first:.2f} s, consumers {resumed:.2f} s, "
+                  f"duplicates {duplicates} of {acked} acked", flush=True)
+            cluster.start_broker(old)  # rejoins as a slave of the new epoch
+    return rows
+
+
+async def _throughput(cluster: Cluster, seconds: float, in_flight: int, topic: str) -> float:
+    async with Producer("BenchTpPG", namesrv_addr=cluster.namesrv, poll_name_server_interval_ms=1000) as producer:
+        await producer.create_topic("TBW102", topic, 8)
+        await _healthy(cluster, topic)
+        body = b"x" * 256
+        acked = 0
+        deadline = time.monotonic() + seconds
+
+        async def lane() -> None:
+            nonlocal acked
+            while time.monotonic() < deadline:
+                try:
+                    result = await producer.send(Message(topic, body))
+                except OrbitMQError:
+                    continue
+                if result.status is SendStatus.SEND_OK:
+                    acked += 1
+
+        started = time.monotonic()
+        await asyncio.gather(*(lane() for _ in range(in_flight)))
+        return acked / (time.monotonic() - started)
+
+
+def _group(net: netns.Network, root: Path, role: str) -> Cluster:
+    cluster = Cluster(net, root)
+    cluster.start_namesrv()
+    start_etcd(cluster)
+    for host in REPLICAS:
+        start_replica(cluster, host, GROUP, brokerRole=role)
+    return cluster
+
+
+async def _main(args: argparse.Namespace) -> None:
+    reason = netns.skip_reason()
+    if reason is not None or shutil.which("etcd") is None:
+        raise SystemExit(f"bench failover: {reason or 'etcd is not installed'}")
+    print(f"failover of a 3-replica SYNC_MASTER group, lease 3 s, client NameServer poll {args.poll_ms} ms, "
+          f"{args.rounds} rounds")
+    with netns.Network() as net, tempfile.TemporaryDirectory() as tmp:
+        net.add_host("client")
+        cluster = _group(net, Path(tmp) / "fo", "SYNC_MASTER")
+        try:
+            with net.enter("client"):
+                rows = await _failovers(cluster, args.rounds, args.poll_ms)
+        finally:
+            cluster.close()
+    firsts, resumes, dups = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    print(f"first ack on the new master: median {statistics.median(firsts):.2f} s, max {max(firsts):.2f} s")
+    print(f"consumers resuming:          median {statistics.median(resumes):.2f} s, max {max(resumes):.2f} s")
+    print(f"duplicates per failover:     median {statistics.median(dups)}, max {max(dups)}")
+    print(f"throughput, {args.in_flight} sends in flight for {args.seconds} s, 256-byte bodies:")
+    for role in ("SYNC_MASTER", "ASYNC_MASTER"):
+        with netns.Network() as net, tempfile.TemporaryDirectory() as tmp:
+            net.add_host("client")
+            cluster = _group(net, Path(tmp) / role, role)
+            try:
+                with net.enter("client"):
+                    await wait_master(cluster, GROUP)
+                    rate = await _throughput(cluster, args.seconds, args.in_flight, f"BenchTp{role.split('_')[0]}")
+            finally:
+                cluster.close()
+        print(f"  {role:<13} {rate:9.0f} acknowledged sends/s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.failover", description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--poll-ms", type=int, default=30000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--in-flight", type=int, default=64)
+    args = parser.parse_args(argv)
+    asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
