@@ -3,7 +3,8 @@ etcd and the NameServer on others: the master is killed, cut off or flapped unde
 master takes writes, and the history holds every acknowledged message.
 
 Clients poll the NameServer every second here (RocketMQ's default is 30 s; bench/failover.py
-measures both), so the scenarios stay short."""
+measures both) and consumers' long polls time out after 4 s (30 s by default), so the scenarios
+stay short."""
 
 from __future__ import annotations
 
@@ -39,6 +40,8 @@ GROUP = "broker-fo"
 #: Duplicates a failover may cause: redeliveries from the last committed consumer offset.
 MAX_DUPLICATES = 200
 POLL = {"poll_name_server_interval_ms": 1000}
+#: A pull held by a master that was cut off ends after this (RocketMQ's default: 15 s held, 30 s timeout).
+SHORT_PULLS = {"broker_suspend_max_time_ms": 2000, "consumer_timeout_when_suspend_ms": 4000}
 
 
 @pytest.fixture
@@ -80,7 +83,7 @@ async def scenario(group: Cluster, topic: str, fault: Callable[[str, History], A
             # every replica in the in-sync set, before the fault.
             await until(lambda: topic_on_replicas(group, list(REPLICAS), topic), timeout=30)
             await wait_until(lambda: len(group_state(group, GROUP).get("sss", [])) == len(REPLICAS), timeout=30)
-            consumer = recorder.consumer(group.namesrv, f"{topic}CG", topic, orderly=orderly, **POLL)
+            consumer = recorder.consumer(group.namesrv, f"{topic}CG", topic, orderly=orderly, **POLL, **SHORT_PULLS)
             await consumer.start()
             try:
                 load = Load(recorder, producer, topic, orderly=orderly)
