@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.ha.cluster import start_namesrv
-from tests.support import netns
 from tests.support.failover import Etcd, FailoverGroup, skip_without_etcd, start_etcd
-from tests.support.nscluster import Cluster
 from tests.support.procs import ServerProcess
 
 
@@ -37,23 +35,3 @@ def group(request: pytest.FixtureRequest, tmp_path: Path, etcd: Etcd,
         yield replicas
     finally:
         replicas.stop_all()
-
-
-@pytest.fixture
-def net() -> Iterator[netns.Network]:
-    reason = netns.skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with netns.Network() as network:
-        network.add_host("client")
-        yield network
-
-
-@pytest.fixture
-def cluster(net: netns.Network, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(net, tmp_path)
-    try:
-        c.start_namesrv()
-        yield c
-    finally:
-        c.close()
