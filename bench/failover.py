@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import shutil
 import statistics
 import sys
@@ -148,6 +149,8 @@ def _group(net: netns.Network, root: Path, role: str) -> Cluster:
 
 async def _main(args: argparse.Namespace) -> None:
     reason = netns.skip_reason()
+    if importlib.util.find_spec("orbitmq.failover") is None:
+        reason = "controller mode (orbitmq.failover) is not in this build"
     if reason is not None or shutil.which("etcd") is None:
         raise SystemExit(f"bench failover: {reason or 'etcd is not installed'}")
     print(f"failover of a 3-replica SYNC_MASTER group, lease 3 s, client NameServer poll {args.poll_ms} ms, "

@@ -9,6 +9,7 @@ stay short."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -46,6 +47,8 @@ SHORT_PULLS = {"broker_suspend_max_time_ms": 2000, "consumer_timeout_when_suspen
 
 @pytest.fixture
 def group(net: Network, cluster: Cluster) -> Iterator[Cluster]:
+    if importlib.util.find_spec("orbitmq.failover") is None:
+        pytest.skip("controller mode (orbitmq.failover, docs/failover.md) is not in this build")
     if shutil.which("etcd") is None:
         pytest.skip("etcd is not installed (Debian's etcd-server; ./run installs it)")
     pytest.importorskip("aetcd", reason="aetcd is not installed (the failover extra)")
