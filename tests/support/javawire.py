@@ -5,8 +5,9 @@ frame by frame (tests/conformance/wire.py), without OrbitMQ's client code.
 (GET_ROUTEINFO_BY_TOPIC, fastjson bodies), the writable queues of the groups that have a master
 (brokerId 0), round-robin queue choice skipping brokers that latency fault avoidance marks
 unavailable (MQFaultStrategy with sendLatencyFaultEnable), SEND_MESSAGE_V2 with the letter
-header, a retry on another broker after a refusal or a connection failure while the send timeout
-lasts, and the route refreshed after a failure.
+header, and a retry on another broker after a refusal or a connection failure while the send
+timeout lasts. The route is looked up again only by the periodic poll (`poll_s`; Java's
+pollNameServerInterval, 30 s), never because a send failed, as 4.9 does.
 
 `JavaPuller` follows pullKernelImpl: PULL_MESSAGE to the broker the last answer suggested
 (suggestWhichBrokerId; the master first), any other replica of the group when that one is gone,
@@ -73,7 +74,7 @@ class _Conns:
 
 class JavaProducer:
     def __init__(self, namesrv: str, history: History, group: str = "PG_java", *, timeout: float = 3.0,
-                 retries: int = 2, fault_avoidance: bool = True) -> None:
+                 retries: int = 2, fault_avoidance: bool = True, poll_s: float = 30.0) -> None:
         self.namesrv = namesrv
         self.history = history
         self.group = group
@@ -82,16 +83,19 @@ class JavaProducer:
         self.fault_avoidance = fault_avoidance
         self.conns = _Conns(timeout)
         self.routes: dict[str, tuple[list[tuple[str, int]], dict[str, str]]] = {}
+        self.poll_s = poll_s
+        self.polled: dict[str, float] = {}
         self.available_from: dict[str, float] = {}
         self.counter = itertools.count()
 
     def route(self, topic: str, refresh: bool = False) -> tuple[list[tuple[str, int]], dict[str, str]]:
         """(writable (brokerName, queueId) of groups with a master, brokerName -> master address)."""
-        if refresh or topic not in self.routes:
+        if refresh or topic not in self.routes or time.monotonic() - self.polled.get(topic, 0.0) >= self.poll_s:
             reply = self.conns.call(self.namesrv, GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            self.polled[topic] = time.monotonic()
             if reply.code != 0:
-                self.routes.pop(topic, None)
-                return [], {}
+                # As MQClientInstance: a failed lookup keeps the route known before.
+                return self.routes.get(topic, ([], {}))
             route = fastjson_loads(reply.body)
             masters = {bd["brokerName"]: bd["brokerAddrs"]["0"] for bd in route["brokerDatas"]
                        if "0" in bd["brokerAddrs"]}
@@ -123,16 +127,14 @@ class JavaProducer:
         deadline = time.monotonic() + self.timeout
         last: str | None = None
         unsure = False
-        refresh = False
         for _ in range(1 + self.retries):
             if time.monotonic() >= deadline:
                 break
             try:
-                queues, masters = self.route(topic, refresh)
+                queues, masters = self.route(topic)
             except (OSError, ConnectionError):
-                queues, masters = [], {}
+                queues, masters = self.routes.get(topic, ([], {}))
             if not queues:
-                refresh = True
                 continue
             broker, qid = self._select(queues, last)
             last = broker
@@ -149,7 +151,6 @@ class JavaProducer:
             except (OSError, ConnectionError):
                 unsure = True  # the request may have been stored before the connection failed
                 self._fault(broker, 30000)
-                refresh = True
                 continue
             latency = (time.monotonic() - started) * 1000
             if reply.code == 0:
@@ -161,7 +162,6 @@ class JavaProducer:
                 self.history.send(key, Outcome.UNKNOWN, stream=stream, seq=seq, at=time.monotonic(), broker=broker)
                 return Outcome.UNKNOWN
             self._fault(broker, 30000)
-            refresh = True
             if reply.code not in REFUSED:
                 unsure = True
         outcome = Outcome.UNKNOWN if unsure else Outcome.FAILED

@@ -9,16 +9,15 @@ stay short."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import shutil
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pytest
 
 from orbitmq.client import Producer
 from tests.client.helpers import create_topic, wait_until
+from tests.failover.hosts.conftest import GROUP, REPLICAS
 from tests.support.history import History, Outcome, Report
 from tests.support.netns import Network
 from tests.support.nscluster import (
@@ -27,8 +26,6 @@ from tests.support.nscluster import (
     Recorder,
     group_state,
     route_addrs,
-    start_etcd,
-    start_replica,
     topic_on_replicas,
     wait_master,
 )
@@ -36,26 +33,11 @@ from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(150)
 
-REPLICAS = ("r0", "r1", "r2")
-GROUP = "broker-fo"
 #: Duplicates a failover may cause: redeliveries from the last committed consumer offset.
 MAX_DUPLICATES = 200
 POLL = {"poll_name_server_interval_ms": 1000}
 #: A pull held by a master that was cut off ends after this (RocketMQ's default: 15 s held, 30 s timeout).
 SHORT_PULLS = {"broker_suspend_max_time_ms": 2000, "consumer_timeout_when_suspend_ms": 4000}
-
-
-@pytest.fixture
-def group(net: Network, cluster: Cluster) -> Iterator[Cluster]:
-    if importlib.util.find_spec("orbitmq.failover") is None:
-        pytest.skip("controller mode (orbitmq.failover, docs/failover.md) is not in this build")
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd is not installed (Debian's etcd-server; ./run installs it)")
-    pytest.importorskip("aetcd", reason="aetcd is not installed (the failover extra)")
-    start_etcd(cluster)
-    for host in REPLICAS:
-        start_replica(cluster, host, GROUP)
-    yield cluster
 
 
 @dataclass

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.support.history import History, Outcome
@@ -83,3 +85,40 @@ def test_java_sends_to_a_sync_master_survive_its_sigkill_and_are_pulled_from_the
             puller.close()
     report = history.check(max_duplicates=0)
     assert report.acked >= 55
+
+
+def test_java_clients_follow_a_failover_and_nothing_acknowledged_is_lost(net: Network, group: Cluster) -> None:
+    """Controller mode: the master SIGKILLed under Java-client sends; the producer reaches the new
+    master through its route poll (1 s here, 30 s in Java), the puller continues from its offsets."""
+    import asyncio
+
+    from tests.failover.hosts.conftest import GROUP, REPLICAS
+    from tests.support.nscluster import group_state, topic_on_replicas, wait_master
+
+    history = History()
+    with net.enter("client"):
+        master = asyncio.run(wait_master(group, GROUP))
+        producer = JavaProducer(group.namesrv, history, timeout=3.0, poll_s=1.0)
+        puller = JavaPuller(group.namesrv, history)
+        try:
+            _create_topic(group, producer, "JavaFailover", [master])
+            for i in range(30):
+                producer.send("JavaFailover", f"before-{i}", stream="s", seq=i)
+            deadline = time.monotonic() + 30
+            while not (asyncio.run(topic_on_replicas(group, list(REPLICAS), "JavaFailover"))
+                       and len(group_state(group, GROUP).get("sss", [])) == len(REPLICAS)):
+                assert time.monotonic() < deadline, "replicas not in sync before the kill"
+                time.sleep(0.2)
+            puller.pull_round("JavaFailover")
+            group.kill(master)
+            killed = time.monotonic()
+            seq = 30
+            while sum(1 for s in history.sends.values() if s.outcome is Outcome.ACKED and s.at > killed) < 30:
+                assert time.monotonic() < killed + 40, "no writes acknowledged by a new master"
+                producer.send("JavaFailover", f"after-{seq}", stream="s", seq=seq)
+                seq += 1
+            puller.drain("JavaFailover", history.acked_keys(), timeout=40)
+        finally:
+            producer.close()
+            puller.close()
+    history.check(max_duplicates=200, orderly=True)
