@@ -55,9 +55,10 @@ def acked_since(history: History, moment: float) -> int:
 
 
 async def scenario(group: Cluster, topic: str, fault: Callable[[str, History], Awaitable[None]], *,
-                   orderly: bool = False, after_fault: int = 40) -> Outcomes:
+                   orderly: bool = False, after_fault: int = 40, new_master: bool = True) -> Outcomes:
     """Load (and consume) `topic`, apply `fault` to the master's host, wait for a new master and
-    `after_fault` acknowledgements after the fault, stop, wait until consumers caught up, check."""
+    `after_fault` acknowledgements after the fault, stop, wait until consumers caught up, check.
+    With `new_master=False` the fault may or may not cost the master its role."""
     recorder = Recorder()
     history = recorder.history
     with group.net.enter("client"):
@@ -75,7 +76,7 @@ async def scenario(group: Cluster, topic: str, fault: Callable[[str, History], A
                 await wait_until(lambda: acked_since(history, 0) >= 40, timeout=30)
                 fault_at = time.monotonic()
                 await fault(old, history)
-                new = await wait_master(group, GROUP, topic=topic, other_than=old, timeout=40)
+                new = await wait_master(group, GROUP, topic=topic, other_than=old if new_master else None, timeout=40)
                 await wait_until(lambda: acked_since(history, fault_at) >= after_fault, timeout=40,
                                  message=f"no writes acknowledged after the fault (new master {new})")
                 await load.stop()
@@ -218,5 +219,6 @@ async def test_flapping_links_of_the_master_lose_nothing_acknowledged(net: Netwo
         await asyncio.sleep(8)  # a while of flapping under load
         net.stop_flapping()
 
-    out = await scenario(group, "FoFlap", flap)
+    # Whether the master keeps its lease through the flaps depends on when renewals fall.
+    out = await scenario(group, "FoFlap", flap, new_master=False)
     assert out.report.lost == []
