@@ -103,7 +103,7 @@ class BrokerReplica:
                 await broker.schedule.start()
                 await broker.timers.start()
                 self._master_services = True
-            broker.topics.data_version = broker.topics.data_version.next(broker.clock_ms())
+            broker.topics.data_version = broker.topics.data_version.next(broker.clock_ms(), epoch)
             await self._register()
 
     async def become_slave(self, broker_id: int, epoch: int, master_addr: str, master_ha_addr: str) -> None:

@@ -72,7 +72,7 @@ def encode_kv_table(table: Mapping[str, str]) -> bytes:
 
 
 def encode_data_version(version: DataVersion) -> bytes:
-    return _dumps({"counter": version.counter, "timestamp": version.timestamp})
+    return _dumps(version.to_json())
 
 
 # --- reading ----------------------------------------------------------------------

@@ -172,6 +172,14 @@ class NamesrvHandlers:
         )
         is_new = self.routes.live_info(h.broker_addr) is None
         result = self.routes.register_broker(registration)
+        if result.newer_master is not None:
+            holder, epoch = result.newer_master
+            remark = (
+                f"stale master registration of {h.broker_name} {h.broker_addr} with stateVersion "
+                f"{version.state_version} refused: {holder} is master with stateVersion {epoch}"
+            )
+            log.warning("%s (from %s)", remark, peer.addr)
+            return request.response(ResponseCode.SYSTEM_ERROR, remark)
         if is_new:
             log.info("broker registered: %s %s id=%d cluster=%s topics=%d (from %s)",
                      h.broker_name, h.broker_addr, h.broker_id, h.cluster_name, len(topics), peer.addr)

@@ -85,6 +85,9 @@ class RegisterResult:
 
     master_addr: str | None = None
     ha_server_addr: str | None = None
+    #: Set when a master registration was refused as stale: the live master's
+    #: address and its higher state version (epoch).
+    newer_master: tuple[str, int] | None = None
 
 
 @dataclass
@@ -105,7 +108,10 @@ class RouteTable:
 
         Queue data is rewritten only on the broker's first registration or when
         its DataVersion differs from the last one seen, as RocketMQ does; slaves
-        (brokerId != 0) never change topic routes.
+        (brokerId != 0) never change topic routes. A master registration whose
+        state version (epoch) is lower than the live master's at another address
+        is refused and changes nothing but forgetting the stale address
+        (`RegisterResult.newer_master` says why).
         """
         # An address serves one broker: if it was registered under another name
         # (a broker restarted with a new brokerName), that entry is stale.
@@ -122,6 +128,12 @@ class RouteTable:
         for old_id in [i for i, a in broker.addrs.items() if a == reg.broker_addr and i != reg.broker_id]:
             del broker.addrs[old_id]
         replaced = broker.addrs.get(reg.broker_id)
+        newer = self._newer_master(reg, replaced)
+        if newer is not None:
+            # A deposed master (paused past its lease) is no broker of this
+            # name now: it comes back as a slave of the newer epoch.
+            self._live.pop(reg.broker_addr, None)
+            return RegisterResult(newer_master=newer)
         first = replaced is None  # this id's first registration (RocketMQ's registerFirst)
         broker.addrs[reg.broker_id] = reg.broker_addr
         if replaced is not None and replaced != reg.broker_addr:
@@ -146,6 +158,20 @@ class RouteTable:
             if master is not None:
                 return RegisterResult(master_addr=master_addr, ha_server_addr=master.ha_server_addr)
         return RegisterResult()
+
+    def _newer_master(self, reg: BrokerRegistration, holder: str | None) -> tuple[str, int] | None:
+        """The live master at another address whose state version (epoch) beats this registration's.
+
+        RocketMQ 5's rule in controller mode; brokers that send no state
+        version (RocketMQ 4.x, OrbitMQ without a controller) all carry 0 and
+        replace each other as before.
+        """
+        if reg.broker_id != MASTER_ID or holder is None or holder == reg.broker_addr:
+            return None
+        live = self._live.get(holder)
+        if live is None or live.data_version.state_version <= reg.data_version.state_version:
+            return None
+        return holder, live.data_version.state_version
 
     def _put_queue_data(self, broker_name: str, config: TopicConfig) -> None:
         self._topics.setdefault(config.topic_name, {})[broker_name] = QueueData(

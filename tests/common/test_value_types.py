@@ -115,3 +115,15 @@ def test_data_version_reads_quoted_numbers_and_refuses_others() -> None:
     assert DataVersion.from_json(None) == DataVersion()
     with pytest.raises(ValueError, match="counter"):
         DataVersion.from_json({"counter": True})
+
+
+def test_data_version_carries_a_state_version_only_when_set() -> None:
+    plain = DataVersion(5, 2)
+    assert plain.to_json() == {"counter": 2, "timestamp": 5}  # the RocketMQ 4.x shape
+    epoch = DataVersion(5, 2, 3)
+    assert epoch.to_json() == {"counter": 2, "timestamp": 5, "stateVersion": 3}
+    assert DataVersion.from_json(epoch.to_json()) == epoch
+    assert DataVersion.from_json({"counter": 2, "timestamp": 5}) == plain
+    assert epoch != plain
+    assert epoch.next(9) == DataVersion(9, 3, 3)  # a topic change keeps the epoch
+    assert plain.next(9, 4) == DataVersion(9, 3, 4)

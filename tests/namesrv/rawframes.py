@@ -115,8 +115,13 @@ class RawConnection:
         self.close()
 
 
-def register_body(topics: dict[str, tuple[int, int, int]], counter: int = 1, timestamp: int = 1700000000000) -> bytes:
-    """A RegisterBrokerBody as a Java broker sends it: topic -> (read, write, perm)."""
+def register_body(
+    topics: dict[str, tuple[int, int, int]], counter: int = 1, timestamp: int = 1700000000000, state_version: int = 0
+) -> bytes:
+    """A RegisterBrokerBody as a Java broker sends it: topic -> (read, write, perm).
+
+    A state version (a controller-mode master's epoch) is sent only when not 0, as 4.x brokers send none.
+    """
     table = {
         name: {
             "order": False,
@@ -136,6 +141,8 @@ def register_body(topics: dict[str, tuple[int, int, int]], counter: int = 1, tim
             "topicConfigTable": table,
         },
     }
+    if state_version:
+        doc["topicConfigSerializeWrapper"]["dataVersion"]["stateVersion"] = state_version  # type: ignore[index]
     return json.dumps(doc, separators=(",", ":")).encode()
 
 

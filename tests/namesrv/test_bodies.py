@@ -123,3 +123,16 @@ def test_malformed_compressed_bodies_raise_body_error(raw: bytes) -> None:
 def test_malformed_json_bodies_raise_body_error(raw: bytes) -> None:
     with pytest.raises(BodyError):
         decode_register_body(raw, compressed=False)
+
+
+def test_a_brokers_register_body_carries_its_master_epoch_as_state_version() -> None:
+    from orbitmq.broker.registration import register_body
+    from orbitmq.broker.topics import TopicTable
+
+    topics = TopicTable(clock_ms=lambda: 7)
+    topics.put(TopicConfig("T", 4, 4))
+    version, _, _ = decode_register_body(register_body(topics, 6), compressed=False)
+    assert version.state_version == 0  # without a controller, the RocketMQ 4.x body
+    topics.data_version = topics.data_version.next(8, 3)  # what becoming master of epoch 3 does
+    version, configs, _ = decode_register_body(register_body(topics, 6), compressed=False)
+    assert version == topics.data_version and version.state_version == 3 and list(configs) == ["T"]

@@ -226,3 +226,20 @@ def test_a_binary_header_request_is_answered_in_the_binary_serialization(namesrv
     assert (code, opaque, flag & 1) == (17, 1, 1)
     remark = frame[21 : 21 + remark_len].decode()
     assert remark == "No topic route info in name server for the topic: T"
+
+
+def test_a_stale_master_epoch_from_another_address_is_refused(namesrv_process: ServerProcess) -> None:
+    new, stale = "127.0.0.1:20911", "127.0.0.1:10911"
+    with RawConnection(namesrv_process.addr) as epoch2, RawConnection(namesrv_process.addr) as epoch1:
+        response = epoch2.call(REGISTER_BROKER, register_header(addr=new), register_body({"T": (4, 4, 6)}, state_version=2))
+        assert (response.code, response.remark) == (0, None)
+        response = epoch1.call(
+            REGISTER_BROKER, register_header(addr=stale), register_body({"T": (8, 8, 6)}, counter=5, state_version=1)
+        )
+        assert response.code == 1  # SYSTEM_ERROR, with a remark the broker logs
+        assert response.remark is not None and "stateVersion 1 refused" in response.remark and new in response.remark
+        code, _, body = route(namesrv_process.addr, "T")
+        assert code == 0
+        doc = json.loads(body)
+        assert doc["brokerDatas"][0]["brokerAddrs"] == {"0": new}
+        assert doc["queueDatas"][0]["readQueueNums"] == 4

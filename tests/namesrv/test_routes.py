@@ -271,3 +271,41 @@ def test_a_master_moving_to_a_new_address_retires_the_old_one() -> None:
     assert table.live_info("10.0.0.1:10911") is None
     route = table.pick_route("T")
     assert route is not None and route.broker_datas[0].broker_addrs == {0: "10.0.0.9:10911"}
+
+
+def test_a_stale_master_epoch_is_refused_and_the_route_keeps_the_newer_master() -> None:
+    table = RouteTable(clock=FakeClock())
+    old, new = "10.0.0.1:10911", "10.0.0.2:10911"
+    table.register_broker(master(addr=old, version=DataVersion(1, 1, 1)))
+    # The new master of epoch 2 takes brokerId 0 over.
+    assert table.register_broker(master(addr=new, version=DataVersion(2, 1, 2))).newer_master is None
+    # The deposed master resumes and registers with its old epoch: refused.
+    result = table.register_broker(master(addr=old, version=DataVersion(3, 2, 1)))
+    assert result.newer_master == (new, 2)
+    route = table.pick_route("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: new}
+    assert table.live_info(old) is None and table.broker_addrs() == [new]
+    # Back as a slave of the new epoch it registers as usual and learns its master.
+    assert table.register_broker(master(addr=old, broker_id=2, version=DataVersion(3, 2, 2))).master_addr == new
+    # A master of a still newer epoch replaces the epoch-2 one.
+    assert table.register_broker(master(addr=old, version=DataVersion(4, 3, 3))).newer_master is None
+    route = table.pick_route("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: old}
+
+
+def test_masters_without_a_state_version_replace_each_other_as_in_rocketmq_4() -> None:
+    table = RouteTable(clock=FakeClock())
+    table.register_broker(master(addr="10.0.0.1:10911"))
+    assert table.register_broker(master(addr="10.0.0.2:10911")).newer_master is None
+    route = table.pick_route("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {0: "10.0.0.2:10911"}
+
+
+def test_an_equal_epoch_or_an_expired_holder_does_not_refuse() -> None:
+    clock = FakeClock()
+    table = RouteTable(clock=clock, default_expiry_ms=1000)
+    table.register_broker(master(addr="10.0.0.1:10911", version=DataVersion(1, 1, 2)))
+    assert table.register_broker(master(addr="10.0.0.2:10911", version=DataVersion(1, 1, 2))).newer_master is None
+    clock.now += 2000
+    table.scan_not_active_brokers()
+    assert table.register_broker(master(addr="10.0.0.3:10911", version=DataVersion(1, 1, 1))).newer_master is None
