@@ -625,16 +625,20 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             md = self._meta(context)
             if not request.entries:
                 raise GrpcStatusError(pb.BAD_REQUEST, "no entry to acknowledge")
-            results: list[spb.AckMessageResultEntry] = []
-            for entry in request.entries:
+            group, topic = real(request.group), real(request.topic)
+
+            async def ack(entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
                 try:
-                    handle = self._latest_handle(md, real(request.group), entry.message_id, entry.receipt_handle)
-                    await self._handle_call(md, real(request.group), real(request.topic), handle, ACK_MESSAGE)
+                    handle = self._latest_handle(md, group, entry.message_id, entry.receipt_handle)
+                    await self._handle_call(md, group, topic, handle, ACK_MESSAGE)
                     st = _OK
                 except Exception as exc:  # noqa: BLE001
                     st = _error_status(exc)
-                results.append(spb.AckMessageResultEntry(message_id=entry.message_id,
-                                                         receipt_handle=entry.receipt_handle, status=st))
+                return spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
+                                                 status=st)
+
+            # The entries' ACK_MESSAGE requests are in flight together (one round trip for a batch, not one each).
+            results = list(await asyncio.gather(*(ack(e) for e in request.entries)))
             if len(results) == 1:
                 top = results[0].status
             else:

@@ -334,6 +334,30 @@ async def test_a_message_forwarded_to_the_dead_letter_queue(front: Front, stub: 
     assert [i.status.code for i in await _receive(stub, topic, group)] == [pb.MESSAGE_NOT_FOUND]
 
 
+async def test_one_ack_of_many_entries_answers_each_in_order(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
+    """The entries of one AckMessage are acked together; each gets its own status, in the request's order."""
+    topic = await topic_of(front)
+    group = unique_names("gf")[2]
+    assert [i.status.code for i in await _receive(stub, topic, group)] == [pb.MESSAGE_NOT_FOUND]  # joins
+    for body in (b"a", b"b", b"c"):
+        assert (await send(stub, message(topic, body))).status.code == pb.OK
+    got: list[pb.Message] = []
+    deadline = time.monotonic() + 20
+    while len(got) < 3 and time.monotonic() < deadline:
+        got += [i.message for i in await _receive(stub, topic, group) if i.HasField("message")]
+    assert sorted(m.body for m in got) == [b"a", b"b", b"c"]
+    entries = [spb.AckMessageEntry(message_id=m.system_properties.message_id,
+                                   receipt_handle=m.system_properties.receipt_handle) for m in got]
+    entries.insert(1, spb.AckMessageEntry(message_id="FORGED", receipt_handle="forged"))
+    ack = spb.AckMessageRequest(entries=entries)
+    ack.group.name = group
+    ack.topic.name = topic
+    resp = await stub.AckMessage(ack, metadata=md(), timeout=10)
+    assert resp.status.code == pb.MULTIPLE_RESULTS
+    assert [e.message_id for e in resp.entries] == [e.message_id for e in entries]
+    assert [e.status.code for e in resp.entries] == [pb.OK, pb.INVALID_RECEIPT_HANDLE, pb.OK, pb.OK]
+
+
 async def test_auto_renew_keeps_a_message_hidden_and_the_first_handle_still_acks(front: Front) -> None:
     """A receive with auto_renew and no invisible duration (PushConsumer): the proxy renews the message
     until the client acks it, and swaps the client's first handle for its newest one."""
