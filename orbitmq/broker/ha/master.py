@@ -17,7 +17,9 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from orbitmq.broker.ha.acks import AckWaiters
 from orbitmq.broker.ha.insync import InSyncSet, ReplicaState, enough_replicas, required_offset
@@ -296,7 +298,21 @@ class HAMaster:
         if begin < oldest:
             raise FrameError(f"slave needs offset {begin}, but the oldest CommitLog byte kept is at {oldest}")
         self._ack(first, state)
-        pusher = asyncio.ensure_future(self._push(writer, begin))
+        await self._pump(reader, writer, decoder, state, self._push(writer, begin), "slave")
+
+    async def _pump(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        decoder: ReportDecoder | AckDecoder,
+        state: ReplicaState,
+        push: Coroutine[Any, Any, None],
+        who: str,
+    ) -> None:
+        """Run `push` while reading the slave's acknowledgements until either side stops."""
+        idle_s = self.settings.housekeeping_interval_ms / 1000
+        pusher = asyncio.ensure_future(push)
+
         # A pusher that fails (socket error) ends the read below at once, not at the next report.
         def on_pusher_done(task: asyncio.Future[None]) -> None:
             if not task.cancelled() and task.exception() is not None:
@@ -311,7 +327,7 @@ class HAMaster:
                 offset = decoder.feed(data)
                 if offset is not None:
                     if offset > self.store.get_max_phy_offset():
-                        raise FrameError(f"slave acknowledges offset {offset}, past this master's end")
+                        raise FrameError(f"{who} acknowledges offset {offset}, past this master's end")
                     self._ack(offset, state)
             pusher.result()  # surfaces why the pusher stopped
         finally:
@@ -369,31 +385,12 @@ class HAMaster:
         self.replicas[hello.broker_id] = state
         self._ack(first, state)
         log.info("slave %d (%s) replicates from offset %d in controller mode", hello.broker_id, peer, begin)
-        pusher = asyncio.ensure_future(self._push(writer, begin, entries))
-
-        def on_pusher_done(task: asyncio.Future[None]) -> None:
-            if not task.cancelled() and task.exception() is not None:
-                writer.transport.abort()
-
-        pusher.add_done_callback(on_pusher_done)
         try:
-            while not pusher.done():
-                data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
-                if not data:
-                    return
-                offset = decoder.feed(data)
-                if offset is not None:
-                    if offset > self.store.get_max_phy_offset():
-                        raise FrameError(f"slave {hello.broker_id} acknowledges offset {offset}, past this master's end")
-                    self._ack(offset, state)
-            pusher.result()
+            await self._pump(reader, writer, decoder, state, self._push(writer, begin, entries), f"slave {hello.broker_id}")
         finally:
             if self.replicas.get(hello.broker_id) is state:
                 state.connected = False
                 self._recompute()
-            pusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await pusher
 
     def _epoch_of(self, offset: int, entries: list[EpochEntry]) -> tuple[int, int, int]:
         """(epoch, its start, where the next epoch starts or -1) for CommitLog `offset`."""

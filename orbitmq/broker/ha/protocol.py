@@ -30,8 +30,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from orbitmq.errors import FrameError
 
@@ -128,20 +130,33 @@ class TransferFrame:
     data: memoryview
 
 
-class TransferDecoder:
-    """Slave side: turns the master's byte stream into transfer frames.
+F = TypeVar("F")
+
+
+class _FrameDecoder(ABC, Generic[F]):
+    """A byte stream as frames of a fixed header and a data part whose size the header gives.
 
     The bytes of one `feed` are kept as one buffer and frames are views into
     it, so a frame's data is never copied here; the caller appends it before
     the next `feed`. A frame cut by the end of a read waits for its rest.
     """
 
+    header: struct.Struct
+
     def __init__(self, max_frame_data: int) -> None:
         #: Largest data size accepted in one frame; a bigger one means a broken stream.
         self.max_frame_data = max_frame_data
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[TransferFrame]:
+    @abstractmethod
+    def _data_size(self, fields: tuple[Any, ...]) -> int:
+        """The data size the header `fields` announce; raises FrameError for a broken header."""
+
+    @abstractmethod
+    def _frame(self, fields: tuple[Any, ...], data: memoryview) -> F:
+        """The frame of header `fields` and its `data`."""
+
+    def feed(self, data: bytes) -> list[F]:
         if self._buf:
             self._buf += data
             buf: bytes | bytearray = bytes(self._buf)
@@ -149,21 +164,35 @@ class TransferDecoder:
         else:
             buf = data
         view = memoryview(buf)
-        frames: list[TransferFrame] = []
+        frames: list[F] = []
         pos = 0
         end = len(buf)
-        head = TRANSFER_HEADER.size
+        head = self.header.size
         while end - pos >= head:
-            offset, size = TRANSFER_HEADER.unpack_from(buf, pos)
-            if size < 0 or size > self.max_frame_data or offset < 0:
-                raise FrameError(f"HA transfer frame header is invalid: offset {offset}, size {size}")
+            fields = self.header.unpack_from(buf, pos)
+            size = self._data_size(fields)
             if end - pos - head < size:
                 break
-            frames.append(TransferFrame(offset, view[pos + head : pos + head + size]))
+            frames.append(self._frame(fields, view[pos + head : pos + head + size]))
             pos += head + size
         if pos < end:
             self._buf += view[pos:]
         return frames
+
+
+class TransferDecoder(_FrameDecoder[TransferFrame]):
+    """Slave side: turns the master's byte stream into transfer frames."""
+
+    header = TRANSFER_HEADER
+
+    def _data_size(self, fields: tuple[Any, ...]) -> int:
+        offset, size = fields
+        if size < 0 or size > self.max_frame_data or offset < 0:
+            raise FrameError(f"HA transfer frame header is invalid: offset {offset}, size {size}")
+        return int(size)
+
+    def _frame(self, fields: tuple[Any, ...], data: memoryview) -> TransferFrame:
+        return TransferFrame(fields[0], data)
 
 
 # --- controller mode (RocketMQ 5's auto-switch HA stream) ---------------------------------
@@ -275,35 +304,19 @@ class AckDecoder:
         return int(offset)
 
 
-class DataDecoder:
+class DataDecoder(_FrameDecoder[DataFrame]):
     """Slave side, controller mode: the master's byte stream as data frames (views, not copies)."""
 
-    def __init__(self, max_frame_data: int) -> None:
-        self.max_frame_data = max_frame_data
-        self._buf = bytearray()
+    header = DATA_HEADER
 
-    def feed(self, data: bytes) -> list[DataFrame]:
-        if self._buf:
-            self._buf += data
-            buf: bytes | bytearray = bytes(self._buf)
-            self._buf.clear()
-        else:
-            buf = data
-        view = memoryview(buf)
-        frames: list[DataFrame] = []
-        pos = 0
-        end = len(buf)
-        head = DATA_HEADER.size
-        while end - pos >= head:
-            state, size, offset, epoch, epoch_start, confirm = DATA_HEADER.unpack_from(buf, pos)
-            if state != STATE_TRANSFER:
-                raise FrameError(f"expected an HA data frame (state 2), got state {state}")
-            if size < 0 or size > self.max_frame_data or offset < 0 or epoch_start < 0 or epoch < 0:
-                raise FrameError(f"HA data frame header is invalid: offset {offset}, size {size}, epoch {epoch}")
-            if end - pos - head < size:
-                break
-            frames.append(DataFrame(offset, epoch, epoch_start, confirm, view[pos + head : pos + head + size]))
-            pos += head + size
-        if pos < end:
-            self._buf += view[pos:]
-        return frames
+    def _data_size(self, fields: tuple[Any, ...]) -> int:
+        state, size, offset, epoch, epoch_start, _ = fields
+        if state != STATE_TRANSFER:
+            raise FrameError(f"expected an HA data frame (state 2), got state {state}")
+        if size < 0 or size > self.max_frame_data or offset < 0 or epoch_start < 0 or epoch < 0:
+            raise FrameError(f"HA data frame header is invalid: offset {offset}, size {size}, epoch {epoch}")
+        return int(size)
+
+    def _frame(self, fields: tuple[Any, ...], data: memoryview) -> DataFrame:
+        _, _, offset, epoch, epoch_start, confirm = fields
+        return DataFrame(offset, epoch, epoch_start, confirm, data)

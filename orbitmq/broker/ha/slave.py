@@ -188,24 +188,34 @@ class HASlave:
     async def _receive(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         store = self.store
         decoder = TransferDecoder(READ_CHUNK)
-        idle_s = self.settings.housekeeping_interval_ms / 1000
         while not self._changed.is_set():
-            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
-            if not data:
-                raise ConnectionError("the master closed the HA connection")
             appended = False
-            for frame in decoder.feed(data):
-                mine = store.get_max_phy_offset()
-                # An empty slave takes whatever the master starts with (its newest file).
-                if frame.offset != mine and mine != 0:
-                    raise FrameError(f"master sent data for offset {frame.offset}, this slave ends at {mine}")
+            for frame in decoder.feed(await self._read(reader)):
+                self._check_next(frame.offset)
                 if not frame.data:
                     continue
-                if not store.append_to_commit_log(frame.offset, frame.data):
-                    raise FrameError(f"the store refused replicated data at offset {frame.offset}")
+                self._append(frame.offset, frame.data)
                 appended = True
             if appended:
                 writer.write(encode_report(store.get_max_phy_offset()))
+
+    async def _read(self, reader: asyncio.StreamReader) -> bytes:
+        """The master's next bytes; an idle or closed connection is an error."""
+        data = await asyncio.wait_for(reader.read(READ_CHUNK), self.settings.housekeeping_interval_ms / 1000)
+        if not data:
+            raise ConnectionError("the master closed the HA connection")
+        return data
+
+    def _check_next(self, offset: int) -> None:
+        """A frame must start where this store ends."""
+        mine = self.store.get_max_phy_offset()
+        # An empty slave takes whatever the master starts with (its newest file).
+        if offset != mine and mine != 0:
+            raise FrameError(f"master sent data for offset {offset}, this slave ends at {mine}")
+
+    def _append(self, offset: int, data: memoryview) -> None:
+        if not self.store.append_to_commit_log(offset, data):
+            raise FrameError(f"the store refused replicated data at offset {offset}")
 
     async def _heartbeat(self, writer: asyncio.StreamWriter) -> None:
         """Report the max offset every haSendHeartbeatInterval, so the master sees us alive."""
@@ -273,16 +283,10 @@ class HASlave:
         store = self.store
         epochs = self._epochs
         decoder = DataDecoder(READ_CHUNK)
-        idle_s = self.settings.housekeeping_interval_ms / 1000
         while not self._changed.is_set():
-            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
-            if not data:
-                raise ConnectionError("the master closed the HA connection")
             appended = False
-            for frame in decoder.feed(data):
-                mine = store.get_max_phy_offset()
-                if frame.offset != mine and mine != 0:
-                    raise FrameError(f"master sent data for offset {frame.offset}, this slave ends at {mine}")
+            for frame in decoder.feed(await self._read(reader)):
+                self._check_next(frame.offset)
                 last = epochs.last_epoch()
                 if frame.epoch < last:
                     raise FrameError(f"master sent data of epoch {frame.epoch}, this slave is in epoch {last}")
@@ -291,8 +295,7 @@ class HASlave:
                         raise FrameError(f"epoch {frame.epoch} starts at {frame.epoch_start}, after its data at {frame.offset}")
                     epochs.append(frame.epoch, frame.epoch_start)
                 if frame.data:
-                    if not store.append_to_commit_log(frame.offset, frame.data):
-                        raise FrameError(f"the store refused replicated data at offset {frame.offset}")
+                    self._append(frame.offset, frame.data)
                     appended = True
                 self.confirm_offset = min(frame.confirm_offset, store.get_max_phy_offset())
             self._limit_reads(self.confirm_offset)
