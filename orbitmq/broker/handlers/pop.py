@@ -6,6 +6,8 @@ with RocketMQ's rules first. Refusals are raised as `BrokerError`s with RocketMQ
 
 from __future__ import annotations
 
+from typing import Protocol, TypeVar
+
 from orbitmq.broker.handlers.fields import Registry, legal_group, legal_topic
 from orbitmq.broker.handlers.query import release_after_write
 from orbitmq.broker.pop.service import PopService
@@ -27,6 +29,21 @@ from orbitmq.remoting.pop_headers import (
 )
 
 
+class _Named(Protocol):
+    consumer_group: str
+    topic: str
+
+
+N = TypeVar("N", bound=_Named)
+
+
+def _named(header: N) -> N:
+    """`header` once its group and topic names pass RocketMQ's rules."""
+    legal_group(header.consumer_group)
+    legal_topic(header.topic)
+    return header
+
+
 def _join(entries: list[str]) -> str | None:
     return ";".join(entries) if entries else None
 
@@ -45,9 +62,7 @@ class PopHandlers:
         server.register(RequestCode.POLLING_INFO, self.polling_info)
 
     async def pop(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        header = PopMessageRequestHeader.from_ext_fields(request.ext_fields)
-        legal_group(header.consumer_group)
-        legal_topic(header.topic)
+        header = _named(PopMessageRequestHeader.from_ext_fields(request.ext_fields))
         outcome = await self.service.pop(header, owner=peer.id)
         fields = PopMessageResponseHeader(
             pop_time=outcome.pop_time, invisible_time=outcome.invisible_time, revive_qid=outcome.revive_qid,
@@ -60,9 +75,7 @@ class PopHandlers:
         return response
 
     async def peek(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        header = PeekMessageRequestHeader.from_ext_fields(request.ext_fields)
-        legal_group(header.consumer_group)
-        legal_topic(header.topic)
+        header = _named(PeekMessageRequestHeader.from_ext_fields(request.ext_fields))
         results, rest = self.service.peek(header.consumer_group, header.topic, header.queue_id, header.max_msg_nums)
         fields = PeekMessageResponseHeader(rest_num=rest).to_ext_fields()
         if not results:
@@ -74,9 +87,7 @@ class PopHandlers:
         return response
 
     async def ack(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        header = AckMessageRequestHeader.from_ext_fields(request.ext_fields)
-        legal_group(header.consumer_group)
-        legal_topic(header.topic)
+        header = _named(AckMessageRequestHeader.from_ext_fields(request.ext_fields))
         await self.service.ack(header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info)
         return request.response(ResponseCode.SUCCESS)
 
@@ -85,9 +96,7 @@ class PopHandlers:
         return request.response(ResponseCode.SUCCESS)
 
     async def change_invisible(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        header = ChangeInvisibleTimeRequestHeader.from_ext_fields(request.ext_fields)
-        legal_group(header.consumer_group)
-        legal_topic(header.topic)
+        header = _named(ChangeInvisibleTimeRequestHeader.from_ext_fields(request.ext_fields))
         pop_time, invisible_time, revive_qid = await self.service.change_invisible(
             header.consumer_group, header.topic, header.queue_id, header.offset, header.extra_info,
             header.invisible_time,
@@ -98,9 +107,7 @@ class PopHandlers:
         return request.response(ResponseCode.SUCCESS, None, fields)
 
     async def notification(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        header = NotificationRequestHeader.from_ext_fields(request.ext_fields)
-        legal_group(header.consumer_group)
-        legal_topic(header.topic)
+        header = _named(NotificationRequestHeader.from_ext_fields(request.ext_fields))
         has_msg, full = await self.service.notification(
             header.consumer_group, header.topic, header.queue_id, header.poll_time, header.born_time,
             bool(header.order), header.attempt_id or None, owner=peer.id,
@@ -109,9 +116,7 @@ class PopHandlers:
         return request.response(ResponseCode.SUCCESS, None, fields)
 
     async def polling_info(self, request: RemotingCommand, peer: Peer) -> RemotingCommand:
-        header = PollingInfoRequestHeader.from_ext_fields(request.ext_fields)
-        legal_group(header.consumer_group)
-        legal_topic(header.topic)
+        header = _named(PollingInfoRequestHeader.from_ext_fields(request.ext_fields))
         if header.topic not in self.service.topics:
             from orbitmq.errors import TopicNotExist
 
