@@ -23,9 +23,9 @@ the `rpc_hook=` client option) for every request a client sends.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from orbitmq.client.queue import MessageQueue
 from orbitmq.common.message import Message, MessageExt
@@ -99,28 +99,32 @@ def _name(hook: Any) -> str:
         return type(hook).__name__
 
 
-def run_send_hooks(hooks: Sequence[SendMessageHook], before: bool, context: SendMessageContext) -> None:
-    """Call each hook's before (or after) method; a failing hook is logged, the send goes on."""
+H = TypeVar("H")
+C = TypeVar("C")
+
+
+def _call_each(hooks: Sequence[H], method: Callable[[H], Callable[[C], None]], context: C, what: str) -> None:
     for hook in hooks:
         try:
-            if before:
-                hook.send_message_before(context)
-            else:
-                hook.send_message_after(context)
-        except Exception:  # as Java: a hook never fails the send
-            log.warning("send message hook %s failed", _name(hook), exc_info=True)
+            method(hook)(context)
+        except Exception:  # as Java: a hook never fails the send or the consumption
+            log.warning("%s hook %s failed", what, _name(hook), exc_info=True)
+
+
+def run_send_hooks(hooks: Sequence[SendMessageHook], before: bool, context: SendMessageContext) -> None:
+    """Call each hook's before (or after) method; a failing hook is logged, the send goes on."""
+    if before:
+        _call_each(hooks, lambda hook: hook.send_message_before, context, "send message")
+    else:
+        _call_each(hooks, lambda hook: hook.send_message_after, context, "send message")
 
 
 def run_consume_hooks(hooks: Sequence[ConsumeMessageHook], before: bool, context: ConsumeMessageContext) -> None:
     """Call each hook's before (or after) method; a failing hook is logged, consumption goes on."""
-    for hook in hooks:
-        try:
-            if before:
-                hook.consume_message_before(context)
-            else:
-                hook.consume_message_after(context)
-        except Exception:  # as Java: a hook never fails the consumption
-            log.warning("consume message hook %s failed", _name(hook), exc_info=True)
+    if before:
+        _call_each(hooks, lambda hook: hook.consume_message_before, context, "consume message")
+    else:
+        _call_each(hooks, lambda hook: hook.consume_message_after, context, "consume message")
 
 
 __all__ = [
