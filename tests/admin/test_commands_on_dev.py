@@ -7,26 +7,14 @@ import json
 import time
 
 import pytest
-from click.testing import CliRunner
 
 from orbitmq.admin.api import AdminClient
-from orbitmq.admin.cli import admin_group
 from orbitmq.client.queue import MessageQueue
+from tests.support.admin import admin, ok
 from tests.support.dev import DevServer
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def admin(dev: DevServer, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(admin_group, [*args, "-n", dev.namesrv])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def ok(dev: DevServer, *args: str) -> str:
-    code, out, err = admin(dev, *args)
-    assert code == 0, f"{args} exited {code}: {err}{out}"
-    return out
 
 
 def table(text: str) -> list[dict[str, str]]:

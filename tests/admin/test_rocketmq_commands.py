@@ -14,23 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 from orbitmq.admin.cli import admin_group
+from tests.support.admin import admin, ok
 from tests.support.dev import DevServer
 from tests.support.procs import eventually, orbitmq_command
 
 pytestmark = pytest.mark.timeout(60)
 
 TOPIC = "RmqCmds"
-
-
-def admin(dev: DevServer, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(admin_group, [*args, "-n", dev.namesrv])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def ok(dev: DevServer, *args: str) -> str:
-    code, out, err = admin(dev, *args)
-    assert code == 0, f"{args} exited {code}: {err}{out}"
-    return out
 
 
 @pytest.fixture(scope="module")
