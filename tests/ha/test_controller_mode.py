@@ -21,12 +21,11 @@ from orbitmq.broker.ha.protocol import (
 )
 from orbitmq.broker.ha.service import Replication
 from orbitmq.broker.ha.writes import ReplicatedWrites
-from orbitmq.common.record import iter_records
 from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.config import BrokerRole
 from orbitmq.store.epochs import EpochEntry, EpochError
 from orbitmq.store.store import DefaultMessageStore
-from tests.store.helpers import message, small_config
+from tests.store.helpers import bodies, message, small_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -76,17 +75,6 @@ async def put(rep: Replication, body: bytes, queue_id: int = 0) -> tuple[int, Pu
     assert result.append_result is not None, result
     end = result.append_result.wrote_offset + result.append_result.wrote_bytes
     return end, await rep.wait_for_slave(end)
-
-
-def bodies(store: DefaultMessageStore, queue_id: int = 0) -> list[bytes]:
-    out: list[bytes] = []
-    offset = 0
-    while True:
-        with store.get_message("g", "T", queue_id, offset, 32) as got:
-            if not got.buffers:
-                return out
-            out.extend(m.body for b in got.buffers for m in iter_records(b))
-            offset = got.next_begin_offset
 
 
 async def test_an_old_master_with_an_unreplicated_tail_truncates_and_resyncs_in_the_new_epoch(tmp_path: Path) -> None:

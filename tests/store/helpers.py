@@ -8,6 +8,8 @@ from typing import Any
 from orbitmq.common import properties as mc
 from orbitmq.common.hashing import tag_hash_code
 from orbitmq.common.message import MessageExtBrokerInner
+from orbitmq.common.record import iter_records
+from orbitmq.store.api import MessageStore
 from orbitmq.store.config import FlushDiskType, StoreConfig
 
 STORE_HOST = "10.0.0.1:10911"
@@ -70,3 +72,20 @@ class FakeClock:
 
     def advance(self, ms: int) -> None:
         self.now_ms += ms
+
+
+def pulled(store: MessageStore, queue_id: int = 0) -> list[bytes]:
+    """Every record of topic T's queue `queue_id` as group g pulls it from offset 0 on."""
+    out: list[bytes] = []
+    offset = 0
+    while True:
+        with store.get_message("g", "T", queue_id, offset, 32) as got:
+            if not got.buffers:
+                return out
+            out.extend(bytes(b) for b in got.buffers)
+            offset = got.next_begin_offset
+
+
+def bodies(store: MessageStore, queue_id: int = 0) -> list[bytes]:
+    """The bodies of `pulled(store, queue_id)`."""
+    return [bytes(m.body) for b in pulled(store, queue_id) for m in iter_records(b)]

@@ -10,18 +10,7 @@ from orbitmq.store.api import MessageStore
 from orbitmq.store.config import BrokerRole
 from orbitmq.store.store import DefaultMessageStore
 from tests.store.conftest import StoreFactory
-from tests.store.helpers import message, small_config
-
-
-def pulled(store: MessageStore, queue_id: int) -> list[bytes]:
-    out: list[bytes] = []
-    offset = 0
-    while True:
-        with store.get_message("g", "T", queue_id, offset, 32) as got:
-            if not got.buffers:
-                return out
-            out.extend(bytes(b) for b in got.buffers)
-            offset = got.next_begin_offset
+from tests.store.helpers import message, pulled, small_config
 
 
 def replicate(master: MessageStore, slave: MessageStore, chunk: int) -> None:

@@ -10,25 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from orbitmq.common.record import iter_records
 from orbitmq.errors import StoreError
 from orbitmq.store.config import BrokerRole
 from orbitmq.store.epochs import EpochEntry
 from orbitmq.store.store import DefaultMessageStore
+from tests.store import helpers
 from tests.store.helpers import message, small_config
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def bodies(store: DefaultMessageStore, queue_id: int) -> list[bytes]:
-    out: list[bytes] = []
-    offset = 0
-    while True:
-        with store.get_message("g", "T", queue_id, offset, 32) as got:
-            if not got.buffers:
-                return out
-            out.extend(m.body[:4] for b in got.buffers for m in iter_records(b))
-            offset = got.next_begin_offset
+    return [body[:4] for body in helpers.bodies(store, queue_id)]
 
 
 def check_cut(store: DefaultMessageStore, cut: int) -> None:
