@@ -27,6 +27,22 @@ def _start(procs: list[ServerProcess], conf: Path) -> ServerProcess:
     return proc
 
 
+async def _sync_pair(
+    tmp_path: Path, procs: list[ServerProcess], client: RemotingClient
+) -> tuple[str, ServerProcess]:
+    """A NameServer, a SYNC_MASTER (its address) and its SLAVE, once a send to the master is acked."""
+    ns = start_namesrv(tmp_path)
+    procs.append(ns)
+    master = _start(procs, broker_conf(tmp_path, "master", ns.addr, "SYNC_MASTER")).addr
+    slave = _start(procs, broker_conf(tmp_path, "slave", ns.addr, "SLAVE"))
+
+    async def sent_ok() -> bool:
+        return (await send_v1(client, master, TOPIC, b"acked")).code == ResponseCode.SUCCESS
+
+    await until(sent_ok)
+    return master, slave
+
+
 async def _has_topic(client: RemotingClient, addr: str) -> bool:
     return TOPIC in await topic_names(client, addr)
 
@@ -68,15 +84,7 @@ async def test_a_slave_without_slave_reads_sends_pulls_back_to_the_master(
 async def test_a_sync_master_whose_slave_stops_acking_answers_flush_slave_timeout(
     tmp_path: Path, procs: list[ServerProcess], client: RemotingClient
 ) -> None:
-    ns = start_namesrv(tmp_path)
-    procs.append(ns)
-    master = _start(procs, broker_conf(tmp_path, "master", ns.addr, "SYNC_MASTER")).addr
-    slave = _start(procs, broker_conf(tmp_path, "slave", ns.addr, "SLAVE"))
-
-    async def sent_ok() -> bool:
-        return (await send_v1(client, master, TOPIC, b"acked")).code == ResponseCode.SUCCESS
-
-    await until(sent_ok)
+    master, slave = await _sync_pair(tmp_path, procs, client)
     os.kill(slave.pid, signal.SIGSTOP)  # connected, but it reads and acks nothing
     try:
         response = await send_v1(client, master, TOPIC, b"never acked")
@@ -119,15 +127,7 @@ async def test_a_sync_masters_own_writes_wait_for_the_slave_too(
 ) -> None:
     """A message a consumer sends back (a write the broker makes, not a client send) is
     answered only once the slave holds it, as a client send is."""
-    ns = start_namesrv(tmp_path)
-    procs.append(ns)
-    master = _start(procs, broker_conf(tmp_path, "master", ns.addr, "SYNC_MASTER")).addr
-    slave = _start(procs, broker_conf(tmp_path, "slave", ns.addr, "SLAVE"))
-
-    async def sent_ok() -> bool:
-        return (await send_v1(client, master, TOPIC, b"acked")).code == ResponseCode.SUCCESS
-
-    await until(sent_ok)
+    master, slave = await _sync_pair(tmp_path, procs, client)
     response = await send_v1(client, master, TOPIC, b"to be returned")
     assert response.code == ResponseCode.SUCCESS
     offset = response.field("msgId")
