@@ -13,19 +13,16 @@ from orbitmq.common import jsonbody
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import props, send_v2
 from tests.broker_features.inproc import SHORT_LEVELS, create_topic, drain
-from tests.support.procs import ServerProcess, eventually, orbitmq_command, start_server
+from tests.support.procs import ServerProcess, eventually, start_lone_broker
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def start_broker(tmp_path: Path) -> ServerProcess:
-    conf = tmp_path / "broker.conf"
-    conf.write_text(
+    return start_lone_broker(
+        tmp_path,
         f"brokerIP1=127.0.0.1\nmessageDelayLevel={SHORT_LEVELS}\nflushDelayOffsetInterval=100\n"
-        "mappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\n"
-    )
-    return start_server(
-        orbitmq_command("broker", "-c", str(conf), "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"))
+        "mappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\n",
     )
 
 

@@ -19,7 +19,7 @@ from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import FLAG_SUBSCRIPTION, FLAG_SUSPEND, props, pull, records, send_v2
 from tests.broker_features.inproc import create_topic
-from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.procs import ServerProcess, start_lone_broker
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -30,12 +30,9 @@ KILL_AFTER_S = 10.0
 
 
 def start_broker(tmp_path: Path) -> ServerProcess:
-    conf = tmp_path / "broker.conf"
-    conf.write_text(
-        "brokerIP1=127.0.0.1\nmappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\ntimerMaxDelaySec=120\n"
-    )
-    return start_server(
-        orbitmq_command("broker", "-c", str(conf), "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"))
+    return start_lone_broker(
+        tmp_path,
+        "brokerIP1=127.0.0.1\nmappedFileSizeCommitLog=8388608\nmappedFileSizeConsumeQueue=120000\ntimerMaxDelaySec=120\n",
     )
 
 

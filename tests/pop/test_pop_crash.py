@@ -16,7 +16,7 @@ from orbitmq.client.pop import ack, pop
 from orbitmq.remoting.transport import RemotingClient
 from tests.broker.helpers import create_topic
 from tests.pop.helpers import pop_all, send
-from tests.support.procs import ServerProcess, orbitmq_command, start_server
+from tests.support.procs import ServerProcess, start_lone_broker
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -25,13 +25,10 @@ G = "GID_CRASH"
 
 
 def start_broker(tmp_path: Path) -> ServerProcess:
-    conf = tmp_path / "broker.conf"
-    conf.write_text(
+    return start_lone_broker(
+        tmp_path,
         f"brokerIP1=127.0.0.1\nbrokerName={NAME}\nmappedFileSizeCommitLog=8388608\n"
-        "mappedFileSizeConsumeQueue=120000\nflushConsumerOffsetInterval=600000\n"
-    )
-    return start_server(
-        orbitmq_command("broker", "-c", str(conf), "--listen", "127.0.0.1:0", "--store", str(tmp_path / "store"))
+        "mappedFileSizeConsumeQueue=120000\nflushConsumerOffsetInterval=600000\n",
     )
 
 

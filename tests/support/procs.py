@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 # Only the servers' own announcement lines count; log lines (stderr is merged in)
 # may also say "listening on" and must not be taken for readiness.
@@ -57,6 +58,16 @@ class ServerProcess:
 
 def orbitmq_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "orbitmq", *args]
+
+
+def start_lone_broker(root: Path, conf: str) -> ServerProcess:
+    """A broker without a NameServer on an ephemeral loopback port; `conf` is its broker.conf text,
+    written under `root` with its store."""
+    conf_path = root / "broker.conf"
+    conf_path.write_text(conf)
+    return start_server(
+        orbitmq_command("broker", "-c", str(conf_path), "--listen", "127.0.0.1:0", "--store", str(root / "store"))
+    )
 
 
 def start_server(
