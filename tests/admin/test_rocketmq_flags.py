@@ -4,16 +4,15 @@ consumeMessage -s/-e, queryMsgByUniqueKey -g -d, resetOffsetByTime -c, and Rocke
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from click.testing import CliRunner
 
-from orbitmq.admin.cli import admin_group
-from tests.conformance.wire import Conn, Reply, decode_records, java_response
+from tests.conformance.wire import Conn
+from tests.support.admin import admin, ok
 from tests.support.dev import DevServer
+from tests.support.java_consumer import FakeJavaConsumer
 from tests.support.procs import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -28,57 +27,22 @@ CONSUME_MESSAGE_DIRECTLY = 309
 RESET_CONSUMER_CLIENT_OFFSET = 220
 
 
-def admin(dev: DevServer, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(admin_group, [*args, "-n", dev.namesrv])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def ok(dev: DevServer, *args: str) -> str:
-    code, out, err = admin(dev, *args)
-    assert code == 0, f"{args} exited {code}: {err}{out}"
-    return out
-
-
-class FakeConsumer:
-    """A Java push consumer of GROUP subscribed to TOPIC, answering what ClientRemotingProcessor answers."""
+class FakeConsumer(FakeJavaConsumer):
+    """A Java push consumer of GROUP subscribed to TOPIC, with queue 0 of TOPIC in its mqTable."""
 
     def __init__(self, addr: str) -> None:
-        self.conn = Conn(addr)
-        body = json.dumps({
+        heartbeat = {
             "clientID": CLIENT_ID, "producerDataSet": [],
             "consumerDataSet": [{"groupName": GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
                                  "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "unitMode": False,
                                  "subscriptionDataSet": [{"classFilterMode": False, "codeSet": [],
                                                           "expressionType": "TAG", "subString": "*", "subVersion": 1,
                                                           "tagsSet": [], "topic": TOPIC}]}],
-        }).encode()
-        assert self.conn.java(HEART_BEAT, None, body).code == 0
-        self.pushed: list[Reply] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        try:
-            while True:
-                request = self.conn.read()
-                self.pushed.append(request)
-                if request.code == GET_CONSUMER_RUNNING_INFO:
-                    mq = json.dumps({"brokerName": "broker-a", "queueId": 0, "topic": TOPIC})
-                    body = ('{"properties":{},"subscriptionSet":[],"statusTable":{},"mqTable":{' + mq +
-                            ':{"commitOffset":0}}}').encode()
-                elif request.code == CONSUME_MESSAGE_DIRECTLY:
-                    (msg,) = decode_records(request.body)
-                    body = json.dumps({"order": False, "autoCommit": True, "consumeResult": "CR_SUCCESS",
-                                       "remark": msg.body.decode(), "spentTimeMills": 3}).encode()
-                else:
-                    continue
-                self.conn.sock.sendall(java_response(request.opaque, body=body))
-        except (OSError, ConnectionError):
-            return
-
-    def close(self) -> None:
-        self.conn.close()
-        self.thread.join(5)
+        }
+        mq = json.dumps({"brokerName": "broker-a", "queueId": 0, "topic": TOPIC})
+        running_info = ('{"properties":{},"subscriptionSet":[],"statusTable":{},"mqTable":{' + mq +
+                        ':{"commitOffset":0}}}').encode()
+        super().__init__(addr, heartbeat, running_info, spent_ms=3)
 
 
 @pytest.fixture(scope="module")
@@ -159,9 +123,9 @@ def test_reset_offset_by_time_c_resets_cpp_clients_in_their_form(dev: DevServer,
                         "timestamp(string)[now], timestamp(long)[-1]")
     assert lines[1].split() == ["#brokerName", "#queueId", "#offset"]
     assert lines[2].split() == [dev.broker_name, "0", "3"]
-    eventually(lambda: any(r.code == RESET_CONSUMER_CLIENT_OFFSET for r in consumer.pushed), timeout=10,
+    eventually(lambda: any(r.code == RESET_CONSUMER_CLIENT_OFFSET for r in consumer.seen), timeout=10,
                message="no reset pushed to the consumer")
-    push = next(r for r in consumer.pushed if r.code == RESET_CONSUMER_CLIENT_OFFSET)
+    push = next(r for r in consumer.seen if r.code == RESET_CONSUMER_CLIENT_OFFSET)
     assert json.loads(push.body) == {"offsetTable": [{"brokerName": dev.broker_name, "queueId": 0, "topic": TOPIC,
                                                       "offset": 3}]}
 

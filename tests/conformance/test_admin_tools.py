@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import threading
 import time
 from collections.abc import Iterator
 
@@ -22,13 +21,12 @@ import pytest
 
 from tests.conformance.wire import (
     Conn,
-    Reply,
     decode_records,
     encode_properties,
     fastjson_loads,
-    java_response,
 )
 from tests.support.dev import DevServer
+from tests.support.java_consumer import FakeJavaConsumer
 from tests.support.procs import eventually
 
 UPDATE_AND_CREATE_TOPIC = 17
@@ -211,53 +209,22 @@ def test_offset_and_time_lookups_answer_their_required_fields(dev: DevServer, se
     assert later.ext["offset"] == "2"
 
 
-class FakeJavaClient:
-    """A consumer connection that answers what ClientRemotingProcessor answers, from a thread."""
-
-    def __init__(self, addr: str, client_id: str) -> None:
-        self.conn = Conn(addr)
-        body = json.dumps({
-            "clientID": client_id, "producerDataSet": [],
-            "consumerDataSet": [{"groupName": "CG_relay", "consumeType": "CONSUME_PASSIVELY",
-                                 "messageModel": "CLUSTERING", "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
-                                 "unitMode": False, "subscriptionDataSet": []}],
-        }).encode()
-        assert self.conn.java(HEART_BEAT, None, body).code == 0
-        self.seen: list[Reply] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        try:
-            while True:
-                request = self.conn.read()
-                if request.flag & 1:
-                    continue
-                self.seen.append(request)
-                if request.code == GET_CONSUMER_RUNNING_INFO:
-                    body = json.dumps({"properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"},
-                                       "subscriptionSet": [], "mqTable": {}, "statusTable": {}}).encode()
-                elif request.code == CONSUME_MESSAGE_DIRECTLY:
-                    (msg,) = decode_records(request.body)
-                    body = json.dumps({"order": False, "autoCommit": True, "consumeResult": "CR_SUCCESS",
-                                       "remark": msg.body.decode(), "spentTimeMills": 1}).encode()
-                else:
-                    continue
-                self.respond(request, body)
-        except (OSError, ConnectionError):
-            return
-
-    def respond(self, request: Reply, body: bytes) -> None:
-        self.conn.sock.sendall(java_response(request.opaque, body=body))
-
-    def close(self) -> None:
-        self.conn.close()
-        self.thread.join(5)
+def fake_java_client(addr: str, client_id: str) -> FakeJavaConsumer:
+    """A consumer of CG_relay with no subscriptions."""
+    heartbeat = {
+        "clientID": client_id, "producerDataSet": [],
+        "consumerDataSet": [{"groupName": "CG_relay", "consumeType": "CONSUME_PASSIVELY",
+                             "messageModel": "CLUSTERING", "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+                             "unitMode": False, "subscriptionDataSet": []}],
+    }
+    running_info = json.dumps({"properties": {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"},
+                               "subscriptionSet": [], "mqTable": {}, "statusTable": {}}).encode()
+    return FakeJavaConsumer(addr, heartbeat, running_info, spent_ms=1)
 
 
 def test_the_broker_relays_running_info_and_direct_consume_to_the_client(
         dev: DevServer, sent: list[dict[str, str]]) -> None:
-    client = FakeJavaClient(dev.broker, "127.0.0.1@7007#7")
+    client = fake_java_client(dev.broker, "127.0.0.1@7007#7")
     try:
         with Conn(dev.broker) as admin:
             info = admin.java(GET_CONSUMER_RUNNING_INFO,
