@@ -37,7 +37,7 @@ def write_atomically(path: str, text: str | bytes) -> None:
             os.fsync(f.fileno())
         os.replace(bak + ".tmp", bak)
     os.replace(tmp, path)
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def read_text(path: str) -> str | None:
@@ -72,12 +72,27 @@ def load_with_backup(path: str, parse: Callable[[str], T]) -> T | None:
     return None
 
 
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def replace_file(path: str, data: bytes) -> None:
+    """Replace `path` with `data` through a fsynced `<file>.tmp` and a rename, then fsync the
+    folder (no `.bak` is kept). Blocking."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def fsync_dir(directory: str) -> None:
+    """Make the names in `directory` (a rename, a new or removed file) survive a power loss."""
+    fd = os.open(directory or ".", os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
-__all__ = ["load_with_backup", "read_text", "write_atomically"]
+__all__ = ["fsync_dir", "load_with_backup", "read_text", "replace_file", "write_atomically"]

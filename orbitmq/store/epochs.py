@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from orbitmq.errors import StoreError
+from orbitmq.store.config_file import replace_file
 
 #: File name under the store root (RocketMQ's storePathEpochFile default).
 EPOCH_FILE_NAME = "epochFileCheckpoint"
@@ -228,22 +229,8 @@ class EpochFile:
         self._write(new)
 
     def _write(self, entries: list[EpochEntry]) -> None:
-        data = encode_epochs(entries)
-        folder = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(folder, exist_ok=True)
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        replace_file(self.path, encode_epochs(entries))
         self._entries = entries
 
 

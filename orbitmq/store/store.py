@@ -47,6 +47,7 @@ from orbitmq.store.checkpoint import StoreCheckpoint, create_abort_marker, remov
 from orbitmq.store.cleaning import CleanService, DiskUsage, disk_used_ratio
 from orbitmq.store.commitlog import AppendFailure, CommitLog
 from orbitmq.store.config import RUNTIME_FIELDS, BrokerRole, FlushDiskType, StoreConfig, key_of
+from orbitmq.store.config_file import fsync_dir, replace_file
 from orbitmq.store.consumequeue import ConsumeQueue
 from orbitmq.store.dispatch import ConsumeQueueTable, Dispatcher, is_topic_dir
 from orbitmq.store.epochs import EPOCH_FILE_NAME, EpochFile
@@ -815,15 +816,7 @@ class DefaultMessageStore:
 
 
 def _write_truncate_marker(path: str, offset: int) -> None:
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, f"{offset}\n".encode("ascii"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path))
+    replace_file(path, f"{offset}\n".encode("ascii"))
 
 
 def _read_truncate_marker(path: str) -> int | None:
@@ -843,15 +836,7 @@ def _remove_truncate_marker(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         return
-    _fsync_dir(os.path.dirname(path))
-
-
-def _fsync_dir(folder: str) -> None:
-    fd = os.open(folder or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(os.path.dirname(path))
 
 
 def _is_incomplete(written: memoryview, pos: int) -> bool:
