@@ -282,23 +282,33 @@ class HAMaster:
 
     async def _converse_4x(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: ReplicaState) -> None:
         settings = self.settings
-        idle_s = settings.housekeeping_interval_ms / 1000
         decoder = ReportDecoder()
-        first: int | None = None
-        while first is None:
-            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
-            if not data:
-                return
-            first = decoder.feed(data)
+        first = await self._first_offset(reader, decoder, "slave")
+        if first is None:
+            return
         master_max = self.store.get_max_phy_offset()
-        if first > master_max:
-            raise FrameError(f"slave reports offset {first}, past this master's end {master_max}")
         begin = start_offset(first, master_max, settings.commit_log_file_size)
         oldest = self.store.get_min_phy_offset()
         if begin < oldest:
             raise FrameError(f"slave needs offset {begin}, but the oldest CommitLog byte kept is at {oldest}")
         self._ack(first, state)
         await self._pump(reader, writer, decoder, state, self._push(writer, begin), "slave")
+
+    async def _first_offset(
+        self, reader: asyncio.StreamReader, decoder: ReportDecoder | AckDecoder, who: str
+    ) -> int | None:
+        """The slave's first reported offset; None when it closes the connection first."""
+        idle_s = self.settings.housekeeping_interval_ms / 1000
+        first: int | None = None
+        while first is None:
+            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
+            if not data:
+                return None
+            first = decoder.feed(data)
+        master_max = self.store.get_max_phy_offset()
+        if first > master_max:
+            raise FrameError(f"{who} reports offset {first}, past this master's end {master_max}")
+        return first
 
     async def _pump(
         self,
@@ -360,15 +370,10 @@ class HAMaster:
         writer.write(encode_master_hello(self.store.get_max_phy_offset(), [(e.epoch, e.start_offset) for e in entries]))
         await writer.drain()
         decoder = AckDecoder()
-        first: int | None = None
-        while first is None:
-            data = await asyncio.wait_for(reader.read(READ_CHUNK), idle_s)
-            if not data:
-                return
-            first = decoder.feed(data)
+        first = await self._first_offset(reader, decoder, f"slave {hello.broker_id}")
+        if first is None:
+            return
         master_max = self.store.get_max_phy_offset()
-        if first > master_max:
-            raise FrameError(f"slave {hello.broker_id} reports offset {first}, past this master's end {master_max}")
         oldest = self.store.get_min_phy_offset()
         if first:
             begin = first

@@ -99,23 +99,38 @@ def start_offset(first_report: int, master_max_offset: int, file_size: int) -> i
     return first_report
 
 
-class ReportDecoder:
-    """Master side: turns the slave's byte stream into reported offsets.
+class _NewestOffsetDecoder(ABC):
+    """A stream of fixed-size units, each carrying an offset: gives the newest one.
 
-    Only whole 8-byte units count; when one read holds several, the last one
-    wins (the earlier ones are older acks). A partial unit waits for its rest.
+    Only whole units count; when one read holds several, the last one wins (the
+    earlier ones are older acks). A partial unit waits for its rest.
     """
+
+    unit: struct.Struct
 
     def __init__(self) -> None:
         self._pending = b""
 
     def feed(self, data: bytes) -> int | None:
-        """The newest complete report in `data` (with what was left over), or None."""
+        """The newest complete unit's offset in `data` (with what was left over), or None."""
         buf = self._pending + data if self._pending else data
-        whole = len(buf) - len(buf) % REPORT.size
+        whole = len(buf) - len(buf) % self.unit.size
         self._pending = bytes(buf[whole:])
         if whole == 0:
             return None
+        return self._offset(buf, whole)
+
+    @abstractmethod
+    def _offset(self, buf: bytes, whole: int) -> int:
+        """The offset of the last of the units in `buf[:whole]`; raises FrameError for a bad one."""
+
+
+class ReportDecoder(_NewestOffsetDecoder):
+    """Master side: turns the slave's byte stream into reported offsets (8-byte units)."""
+
+    unit = REPORT
+
+    def _offset(self, buf: bytes, whole: int) -> int:
         (offset,) = REPORT.unpack_from(buf, whole - REPORT.size)
         if offset < 0:
             raise FrameError(f"HA report holds a negative offset {offset}")
@@ -283,18 +298,12 @@ def encode_ack(max_offset: int) -> bytes:
     return ACK.pack(STATE_TRANSFER, max_offset)
 
 
-class AckDecoder:
+class AckDecoder(_NewestOffsetDecoder):
     """Master side, controller mode: the newest complete 12-byte ack in the stream."""
 
-    def __init__(self) -> None:
-        self._pending = b""
+    unit = ACK
 
-    def feed(self, data: bytes) -> int | None:
-        buf = self._pending + data if self._pending else data
-        whole = len(buf) - len(buf) % ACK.size
-        self._pending = bytes(buf[whole:])
-        if whole == 0:
-            return None
+    def _offset(self, buf: bytes, whole: int) -> int:
         for state, _ in ACK.iter_unpack(buf[:whole]):
             if state != STATE_TRANSFER:
                 raise FrameError(f"expected a slave's HA ack (state 2), got state {state}")
