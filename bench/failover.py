@@ -1,10 +1,11 @@
 """What a failover costs: a three-replica group (docs/failover.md), each replica on its own host.
 
     ./run bench failover [--role SYNC_MASTER] [--rounds 3] [--poll-ms 30000] [--seconds 10] [--in-flight 64]
+                         [--load 4]
 
 Hosts are network namespaces on one bridge (tests/support/netns.py; needs root, iproute2 and
 etcd), so killing a host's broker is what a crashed machine looks like to the others. For each
-round, under a steady load of 4 producers and one push consumer:
+round, under a steady load of `--load` senders (4) and one push consumer:
 
 * the master is SIGKILLed;
 * "first ack": from the kill to the first acknowledged send that started after it (written on
@@ -90,13 +91,13 @@ async def _caught_up(history: History, quiet: float | None) -> None:
 
 
 async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
-                 poll: dict[str, int], lossy: bool) -> tuple[str, float, float, int, int, int]:
+                 poll: dict[str, int], lossy: bool, senders: int) -> tuple[str, float, float, int, int, int]:
     """One SIGKILL of the master under load: (old master, first ack s, consumers s, duplicates, acked, lost)."""
     recorder = Recorder()
     history = recorder.history
     consumer = recorder.consumer(cluster.namesrv, group, topic, **poll)
     await consumer.start()
-    load = Load(recorder, producer, topic)
+    load = Load(recorder, producer, topic, in_flight=senders)
     try:
         await _wait(lambda: load.acked_since(0) >= 100, 60, "load before the kill")
         old = await wait_master(cluster, GROUP, topic=topic)
@@ -118,7 +119,7 @@ async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
 
 
 async def _failovers(cluster: Cluster, rounds: int, poll_ms: int,
-                     lossy: bool) -> list[tuple[float, float, int, int, int]]:
+                     lossy: bool, senders: int) -> list[tuple[float, float, int, int, int]]:
     rows: list[tuple[float, float, int, int, int]] = []
     poll = {"poll_name_server_interval_ms": poll_ms}
     async with Producer("BenchFoPG", namesrv_addr=cluster.namesrv, send_msg_timeout_ms=3000, **poll) as producer:
@@ -128,7 +129,7 @@ async def _failovers(cluster: Cluster, rounds: int, poll_ms: int,
             await producer.create_topic("TBW102", topic, 4)
             await _healthy(cluster, topic)
             old, first, resumed, duplicates, acked, lost = await _round(
-                cluster, producer, topic, f"BenchFoCG{index}", poll, lossy)
+                cluster, producer, topic, f"BenchFoCG{index}", poll, lossy, senders)
             rows.append((first, resumed, duplicates, acked, lost))
             print(f"  round {index + 1}: master {old} killed; first ack {first:.2f} s, consumers {resumed:.2f} s, "
                   f"duplicates {duplicates}, acknowledged lost {lost} of {acked} acked", flush=True)
@@ -175,13 +176,13 @@ async def _main(args: argparse.Namespace) -> None:
     if reason is not None or shutil.which("etcd") is None:
         raise SystemExit(f"bench failover: {reason or 'etcd is not installed'}")
     print(f"failover of a 3-replica {args.role} group, lease 3 s, client NameServer poll {args.poll_ms} ms, "
-          f"{args.rounds} rounds")
+          f"{args.rounds} rounds, {args.load} sends in flight")
     with netns.Network() as net, tempfile.TemporaryDirectory() as tmp:
         net.add_host("client")
         cluster = _group(net, Path(tmp) / "fo", args.role)
         try:
             with net.enter("client"):
-                rows = await _failovers(cluster, args.rounds, args.poll_ms, args.role == "ASYNC_MASTER")
+                rows = await _failovers(cluster, args.rounds, args.poll_ms, args.role == "ASYNC_MASTER", args.load)
         finally:
             cluster.close()
     firsts, resumes, dups = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
@@ -212,6 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--poll-ms", type=int, default=30000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--in-flight", type=int, default=64)
+    parser.add_argument("--load", type=int, default=4, help="sends in flight during the failover rounds")
     args = parser.parse_args(argv)
     asyncio.run(_main(args))
 
