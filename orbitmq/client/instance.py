@@ -47,7 +47,7 @@ from orbitmq.client.transaction_check import on_check_transaction_state
 from orbitmq.common.filter import EXPRESSION_TAG, SubscriptionData
 from orbitmq.common.message import Message
 from orbitmq.errors import BrokerError, ClientError, NoRouteError, OrbitMQError, RemotingError, TopicNotExist
-from orbitmq.remoting.codes import RequestCode
+from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.headers import ResetOffsetRequestHeader
@@ -57,6 +57,21 @@ log = logging.getLogger(__name__)
 
 CLIENT_INNER_PRODUCER = "CLIENT_INNER_PRODUCER"
 _PROCESS_INSTANCE = f"{os.getpid()}#{time.monotonic_ns()}"
+
+
+#: Broker answers that say the broker asked is not (or no longer) its group's serving master.
+FAILOVER_CODES = frozenset({ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SLAVE_NOT_AVAILABLE})
+
+
+def broker_gone(exc: BaseException) -> bool:
+    """Whether a failed request suggests a failover: the broker cannot be reached (connection
+    refused or reset, timeout), the client knows no address for it ("broker not exist"), or it
+    answered SERVICE_NOT_AVAILABLE / SLAVE_NOT_AVAILABLE."""
+    if isinstance(exc, RemotingError):
+        return True
+    if isinstance(exc, BrokerError):
+        return exc.code in FAILOVER_CODES
+    return isinstance(exc, ClientError) and "not exist" in str(exc)
 
 
 def local_ip() -> str:
@@ -296,14 +311,30 @@ class ClientInstance:
         self._route_refreshed[topic] = now
 
         async def refresh() -> None:
+            before = self._masters(topic)
             try:
                 await self.update_route(topic)
             except OrbitMQError:
-                pass  # the next failure or the periodic poll tries again
+                return  # the next failure or the periodic poll tries again
+            if self.consumers and self._tasks and self._masters(topic) != before:
+                # A new master: rebalance now so that queues go on there (and orderly ones lock there).
+                self.trigger_rebalance()
 
         task = asyncio.ensure_future(refresh())
         self._route_refreshes.add(task)
         task.add_done_callback(self._route_refreshes.discard)
+
+    def failed_over(self, topic: str, exc: BaseException) -> None:
+        """A request about `topic` failed: when the failure says its broker is gone or not (or no
+        longer) a master, look the route up again soon (`refresh_route_soon`), as sends do."""
+        if broker_gone(exc):
+            self.refresh_route_soon(topic)
+
+    def _masters(self, topic: str) -> dict[str, str | None]:
+        route = self.routes.get(topic)
+        if route is None:
+            return {}
+        return {b.broker_name: b.broker_addrs.get(MASTER_ID) for b in route.broker_datas}
 
     def _install_route(self, topic: str, route: TopicRouteData) -> None:
         self.routes[topic] = route

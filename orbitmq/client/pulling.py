@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 
 from orbitmq.client.config import ConsumeFromWhere, ConsumerConfig
-from orbitmq.client.instance import ClientInstance, InnerProducerFactory
+from orbitmq.client.instance import ClientInstance, InnerProducerFactory, broker_gone
 from orbitmq.client.lookups import Lookups
 from orbitmq.client.offset_store import OFFSET_NOT_FOUND, OffsetStore, ReadOffsetType
 from orbitmq.client.queue import MessageQueue
@@ -90,12 +90,20 @@ class BrokerOffsets:
         self.instance = instance
 
     async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
-        addr = await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
-        return await self.instance.api.query_consumer_offset(addr, group, mq)
+        try:
+            addr = await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
+            return await self.instance.api.query_consumer_offset(addr, group, mq)
+        except (RemotingError, BrokerError, ClientError) as exc:
+            self.instance.failed_over(mq.topic, exc)
+            raise
 
     async def update_consumer_offset(self, group: str, mq: MessageQueue, offset: int, oneway: bool) -> None:
-        addr = await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
-        await self.instance.api.update_consumer_offset(addr, group, mq, offset, oneway)
+        try:
+            addr = await self.instance.find_broker_addr_in_admin(mq.broker_name, mq.topic)
+            await self.instance.api.update_consumer_offset(addr, group, mq, offset, oneway)
+        except (RemotingError, BrokerError, ClientError) as exc:
+            self.instance.failed_over(mq.topic, exc)
+            raise
 
 
 class PullHelper:
@@ -124,13 +132,22 @@ class PullHelper:
             await self.instance.update_route(mq.topic)
             addr = self.instance.broker_addr(mq.broker_name)
         if addr is None:
+            self.instance.refresh_route_soon(mq.topic)
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
-        result = await self.instance.api.pull(
-            addr, mq, group=self.group, offset=offset, max_nums=max_nums, sys_flag=sys_flag,
-            commit_offset=commit_offset, suspend_ms=suspend_ms,
-            sub_expression=sd.sub_string if send_expression else None, sub_version=sd.sub_version,
-            expression_type=sd.expression_type, timeout=timeout_s,
-        )
+        try:
+            result = await self.instance.api.pull(
+                addr, mq, group=self.group, offset=offset, max_nums=max_nums, sys_flag=sys_flag,
+                commit_offset=commit_offset, suspend_ms=suspend_ms,
+                sub_expression=sd.sub_string if send_expression else None, sub_version=sd.sub_version,
+                expression_type=sd.expression_type, timeout=timeout_s,
+            )
+        except (RemotingError, BrokerError) as exc:
+            if broker_gone(exc):
+                # The broker is gone or not serving (failover): the next pull asks the group's
+                # master as the fresh route names it, or a slave while there is none.
+                self._suggested.pop(mq, None)
+                self.instance.refresh_route_soon(mq.topic)
+            raise
         self._suggested[mq] = result.suggest_which_broker_id
         if result.status is PullStatus.FOUND:
             low, high = str(result.min_offset), str(result.max_offset)

@@ -150,11 +150,13 @@ class Rebalance:
     async def lock(self, mq: MessageQueue, pq: ProcessQueue[Any] | None = None) -> bool:
         addr = self.instance.master_addr(mq.broker_name)
         if addr is None:
+            self.instance.refresh_route_soon(mq.topic)  # the master died: look for the new one
             return False
         try:
             locked = await self.instance.api.lock_batch(addr, self.group, self.instance.client_id, [mq])
         except (RemotingError, BrokerError) as exc:
             log.warning("lock of %s failed: %s", mq, exc)
+            self.instance.failed_over(mq.topic, exc)
             return False
         pq = pq or self.process_queues.get(mq)
         ok = mq in locked
@@ -176,6 +178,8 @@ class Rebalance:
                 locked = await self.instance.api.lock_batch(addr, self.group, self.instance.client_id, mqs)
             except (RemotingError, BrokerError) as exc:
                 log.warning("lock renewal on %s failed: %s", broker, exc)
+                for topic in sorted({mq.topic for mq in mqs}):
+                    self.instance.failed_over(topic, exc)
                 continue
             now = int(time.monotonic() * 1000)
             for mq in mqs:
