@@ -106,6 +106,10 @@ class BrokerOffsets:
             raise
 
 
+#: The longest a pull parks on a slave while its group has no master in the route.
+MASTERLESS_SUSPEND_MS = 1000
+
+
 class PullHelper:
     def __init__(self, instance: ClientInstance, group: str, start_inner_producer: InnerProducerFactory) -> None:
         self.instance = instance
@@ -134,6 +138,12 @@ class PullHelper:
         if addr is None:
             self.instance.refresh_route_soon(mq.topic)
             raise ClientError(f"The broker[{mq.broker_name}] not exist")
+        if self.instance.master_addr(mq.broker_name) is None:
+            # No master in the route (its group is failing over): read from the slave in short
+            # polls and keep looking the route up, so the next pull reaches the new master as soon
+            # as it registers instead of after a whole parked poll or the next periodic route poll.
+            self.instance.refresh_route_soon(mq.topic)
+            suspend_ms = min(suspend_ms, MASTERLESS_SUSPEND_MS)
         try:
             result = await self.instance.api.pull(
                 addr, mq, group=self.group, offset=offset, max_nums=max_nums, sys_flag=sys_flag,

@@ -10,7 +10,7 @@ import pytest
 
 from orbitmq.client.config import ClientConfig
 from orbitmq.client.instance import ClientInstance, broker_gone
-from orbitmq.client.pulling import BrokerOffsets, PullHelper
+from orbitmq.client.pulling import MASTERLESS_SUSPEND_MS, BrokerOffsets, PullHelper
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.routes import BrokerData, QueueData, TopicRouteData
 from orbitmq.common.filter import build_subscription
@@ -101,3 +101,32 @@ def test_which_failures_mean_the_broker_is_gone() -> None:
 
 async def _is(value: object, expected: object) -> bool:
     return value == expected
+
+
+async def test_a_pull_while_the_route_has_no_master_parks_briefly_on_the_slave_and_looks_the_route_up() -> None:
+    """During a failover the route lists only slaves: a pull parked there for the whole suspend
+    time (15 s) would hold the consumer on the slave long after the new master took over."""
+    instance, asked = await start_instance(gone_addr())
+    slave = gone_addr()
+    instance._install_route("T", route({1: slave}))
+    seen: list[tuple[str, int]] = []
+
+    async def pull(addr: str, mq: MessageQueue, **kw: object) -> None:
+        seen.append((addr, int(kw["suspend_ms"])))  # type: ignore[call-overload]
+        raise ConnectError("stop here")
+
+    async def fetch(topic: str, timeout: float | None = None) -> TopicRouteData:
+        return route({1: slave})
+
+    instance.api.pull = pull  # type: ignore[method-assign,assignment]
+    instance.fetch_route = fetch  # type: ignore[method-assign]
+    helper = PullHelper(instance, "G", start_inner_producer=None)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(RemotingError):
+            await helper.pull(MessageQueue("T", "b", 0), build_subscription("T", "*"), 0, 32, 0, 0, 15_000, 30.0,
+                              send_expression=True)
+        assert seen == [(slave, MASTERLESS_SUSPEND_MS)]
+        assert asked and set(asked) == {"T"}
+    finally:
+        await asyncio.gather(*instance._route_refreshes)
+        await instance.remoting.close()
