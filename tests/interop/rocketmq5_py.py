@@ -280,13 +280,18 @@ def main() -> None:
         checker = Checker(TransactionResolution.COMMIT)
         p = Producer(config(endpoint), (topic,), checker=checker)
         p.startup()
+        # A group of its own, joined before the commit, sees the message once the checker's
+        # EndTransaction (sent after check() returns) has committed it: the producer stays up till then.
+        watch = simple(endpoint, topic, f"orphan-watch-{topic}")
         try:
+            watch.receive(1, 10)  # the group starts at the end of each queue: join before the commit
             tx = p.begin_transaction()
             receipt = p.send(message(topic, b"orphan"), tx)  # never committed by the producer
             checker.asked.wait(DEADLINE)
-            time.sleep(1)  # the checker's EndTransaction goes out after check() returns
-            result = {"id": receipt.message_id, "checked": checker.ids}
+            committed = [m.message_id for m in receive_all(watch, 1)]
+            result = {"id": receipt.message_id, "checked": checker.ids, "committed": committed}
         finally:
+            watch.shutdown()
             p.shutdown()
     else:
         raise SystemExit(f"unknown scenario {scenario}")

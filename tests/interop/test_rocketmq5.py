@@ -124,6 +124,7 @@ async def test_an_orphaned_transaction_is_resolved_through_telemetry(cluster: Cl
     await make_topic(cluster, topic)
     report = await asyncio.to_thread(run_py, cluster, "tx_orphan", topic)
     assert report["checked"] and report["checked"][0] == report["id"]
+    assert report["committed"] == [report["id"]]
     got = await pull_all(cluster, topic, cg, 1)
     assert [m.unique_key for m in got] == [report["id"]]
 
