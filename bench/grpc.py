@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -185,6 +186,7 @@ async def run(args: Any) -> dict[str, float]:
     finally:
         proc.terminate()
         proc.wait(30)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ from orbitmq.store import kernels
 from orbitmq.store.api import DispatchRequest, PutMessageStatus
 from orbitmq.store.batch_records import batch_items
 from orbitmq.store.config import StoreConfig
-from orbitmq.store.mapped_file import MappedFile
+from orbitmq.store.mapped_file import COMMIT_LOG_RESERVE_STEP, MappedFile
 from orbitmq.store.mapped_queue import MappedFileQueue
 from orbitmq.store.record_writer import ipv4_host, offset_id_prefix, peek_property, topic_block, write_v4
 
@@ -80,6 +80,10 @@ class CommitLog:
             config.mapped_file_size_commit_log,
             warm=config.warm_mapped_file_enable,
             allocator=allocator if config.preallocate_next_file else None,
+            # A warmed file is written whole at creation, so it is reserved whole; any other
+            # file holds blocks only a step ahead of its appends, which check `reserved`.
+            reserve=None if config.warm_mapped_file_enable else COMMIT_LOG_RESERVE_STEP,
+            reserve_step=COMMIT_LOG_RESERVE_STEP,
         )
         #: (topic, queue id) -> queue offset of the next message.
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -148,6 +152,8 @@ class CommitLog:
         if size + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
             mf = self._roll_over(mf)
         pos = mf.wrote_position
+        if pos + size > mf.reserved:
+            mf.reserve(pos + size)  # StoreError on a full disk, before anything is written
         phys = mf.file_from_offset + pos
         store_ts = max(self.last_store_timestamp, now_ms)
         self.last_store_timestamp = store_ts
@@ -206,6 +212,8 @@ class CommitLog:
 
     def _roll_over(self, mf: MappedFile) -> MappedFile:
         """Fill the rest of `mf` with the end-of-file blank record and move to the next file."""
+        if mf.wrote_position + BLANK_RECORD.size > mf.reserved:
+            mf.reserve(mf.wrote_position + BLANK_RECORD.size)
         encode_blank_into(mf.view, mf.wrote_position, mf.file_size - mf.wrote_position)
         mf.wrote_position = mf.file_size
         return self.log.get_last_for_append()
@@ -251,6 +259,8 @@ class CommitLog:
         if total + END_FILE_MIN_BLANK_LENGTH > mf.file_size - mf.wrote_position:
             mf = self._roll_over(mf)
         pos = mf.wrote_position
+        if pos + total > mf.reserved:
+            mf.reserve(pos + total)  # StoreError on a full disk, before anything is written
         store_ts = max(self.last_store_timestamp, now_ms)
         self.last_store_timestamp = store_ts
         out: list[DispatchRequest] = []

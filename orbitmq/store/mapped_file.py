@@ -7,14 +7,14 @@ valid as long as someone holds it, even after the file is unlinked.
 
 Disk blocks are reserved (fallocate) before any mapped write reaches them:
 a write to a mapped page with no block behind it on a full disk is SIGBUS,
-which kills the process. A CommitLog file is reserved whole when created
-(the file is about to be filled; a full disk refuses it at once). A
-ConsumeQueue file is reserved in `RESERVE_CHUNK` steps ahead of its write
-position (`reserve`), so an empty or short queue costs a few KiB of disk,
-not its whole 5.7 MiB file: creating many queues must not fill the disk.
-`reserved` says how far blocks are known to be allocated; every writer
-checks it (or calls `reserve`) before writing, and `reserve` fails with a
-StoreError before anything is written.
+which kills the process. Every file is reserved in steps ahead of its write
+position (`reserve`): a ConsumeQueue file in `RESERVE_CHUNK` steps, so an
+empty or short queue costs a few KiB of disk, not its whole 5.7 MiB file; a
+CommitLog file in `COMMIT_LOG_RESERVE_STEP` steps, so an idle broker holds
+a few MiB, not its whole 1 GiB file (only `warmMapedFileEnable` reserves and
+writes a file whole). `reserved` says how far blocks are known to be
+allocated; every writer checks it (or calls `reserve`) before writing, and
+`reserve` fails with a StoreError before anything is written.
 
 Ownership: positions (`wrote_position`, `flushed_position`, `reserved`) are owned by the
 event loop. `flush()` and `create()` are blocking and run in worker threads;
@@ -39,6 +39,9 @@ _ZEROS = bytes(1 << 20)
 #: one fallocate per that many messages of a queue, and at most this much disk held
 #: by a queue that has barely been written.
 RESERVE_CHUNK = 64 * 1024
+#: Step by which CommitLog files reserve blocks ahead of their appends: one fallocate per
+#: 16 MiB written (64 per 1 GiB file), and at most this much disk held by an idle broker.
+COMMIT_LOG_RESERVE_STEP = 16 << 20
 
 
 def file_name_for(offset: int) -> str:
@@ -67,13 +70,21 @@ class MappedFile:
         "last_store_timestamp",
         "mm",
         "path",
+        "reserve_step",
         "reserved",
         "view",
         "wrote_position",
     )
 
     def __init__(
-        self, path: str, file_from_offset: int, file_size: int, fd: int, mm: mmap.mmap, reserved: int = 0
+        self,
+        path: str,
+        file_from_offset: int,
+        file_size: int,
+        fd: int,
+        mm: mmap.mmap,
+        reserved: int = 0,
+        reserve_step: int = RESERVE_CHUNK,
     ) -> None:
         self.path = path
         self.file_from_offset = file_from_offset
@@ -87,6 +98,8 @@ class MappedFile:
         self.flushed_position = 0
         #: Bytes from the start whose disk blocks are allocated (writes stay below it).
         self.reserved = reserved
+        #: `reserve` allocates in multiples of this many bytes.
+        self.reserve_step = reserve_step
         #: Store time (ms) of the last record appended, for the checkpoint.
         self.last_store_timestamp = 0
         self._refs = 1  # the owner's own reference, dropped by shutdown()
@@ -105,13 +118,15 @@ class MappedFile:
         warm: bool = False,
         sync_dir: bool = True,
         reserve: int | None = None,
+        reserve_step: int = RESERVE_CHUNK,
     ) -> MappedFile:
         """Create (or reopen) the file for `file_from_offset`, sized and mapped. Blocking.
 
         The first `reserve` bytes (None: all of them) get their blocks
         reserved with fallocate, so a full disk fails here with StoreError
         (and the new file is removed) and the first write to a page needs no
-        block allocation; the rest stays sparse until `reserve` is called.
+        block allocation; the rest stays sparse until `reserve` is called,
+        which then allocates `reserve_step` bytes at a time.
         With `warm` the pages are also written with zeros (from this thread,
         GIL released) so appends find them in the page cache. With `sync_dir`
         the folder is fsynced so the new name survives a power loss
@@ -142,10 +157,10 @@ class MappedFile:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, file_from_offset, file_size, fd, mm, upfront)
+        return cls(path, file_from_offset, file_size, fd, mm, upfront, reserve_step)
 
     @classmethod
-    def open_existing(cls, path: str, file_size: int) -> MappedFile:
+    def open_existing(cls, path: str, file_size: int, reserve_step: int = RESERVE_CHUNK) -> MappedFile:
         """Map an existing store file; its size must be `file_size`."""
         name = os.path.basename(path)
         start = offset_from_name(name)
@@ -160,7 +175,7 @@ class MappedFile:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, start, file_size, fd, mm)
+        return cls(path, start, file_size, fd, mm, 0, reserve_step)
 
     # --- positions -----------------------------------------------------------
 
@@ -190,12 +205,13 @@ class MappedFile:
 
     def reserve(self, end: int) -> None:
         """Make sure the blocks of the first `end` bytes are allocated, reserving in
-        `RESERVE_CHUNK` steps. Raises StoreError (nothing written) on a full disk."""
+        `reserve_step` steps. Raises StoreError (nothing written) on a full disk."""
         if end <= self.reserved:
             return
         if end > self.file_size:
             raise StoreError(f"cannot reserve {end} bytes in {self.path} of {self.file_size}")
-        target = min(self.file_size, -(-end // RESERVE_CHUNK) * RESERVE_CHUNK)
+        step = self.reserve_step
+        target = min(self.file_size, -(-end // step) * step)
         reserve_blocks(self.fd, self.reserved, target - self.reserved)
         self.reserved = target
 
@@ -246,7 +262,7 @@ class MappedFile:
         os.ftruncate(self.fd, position)
         os.ftruncate(self.fd, self.file_size)
         # Shrinking gave the blocks past `position` back: take back what was reserved
-        # (a CommitLog file: all of it, since its appends do not check `reserved`).
+        # (all of it for a file reserved whole, such as a warmed CommitLog file).
         self.reserved = 0
         self.reserve(max(keep, position))
         self.set_positions(position)

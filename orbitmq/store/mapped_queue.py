@@ -16,7 +16,7 @@ import logging
 import os
 
 from orbitmq.errors import StoreError
-from orbitmq.store.mapped_file import MappedFile, offset_from_name
+from orbitmq.store.mapped_file import RESERVE_CHUNK, MappedFile, offset_from_name
 from orbitmq.store.paths import store_path
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,7 @@ class MappedFileQueue:
         sync_dir: bool = True,
         allocator: concurrent.futures.Executor | None = None,
         reserve: int | None = None,
+        reserve_step: int = RESERVE_CHUNK,
     ) -> None:
         self.directory = directory
         self.file_size = file_size
@@ -42,6 +43,8 @@ class MappedFileQueue:
         self._sync_dir = sync_dir
         #: Bytes of each new file reserved at creation (None: the whole file; see MappedFile).
         self._reserve = reserve
+        #: Step by which files reserve blocks ahead of their writes.
+        self._reserve_step = reserve_step
         #: Where next files are built ahead of need (None: build on demand only).
         self._allocator = allocator
         self._next: tuple[int, concurrent.futures.Future[MappedFile]] | None = None
@@ -69,7 +72,7 @@ class MappedFileQueue:
                     f.truncate(self.file_size)
                 if self.repaired_from is None:
                     self.repaired_from = offset_from_name(name)
-            mf = MappedFile.open_existing(path, self.file_size)
+            mf = MappedFile.open_existing(path, self.file_size, self._reserve_step)
             if size < self.file_size and self._reserve is None:
                 try:
                     mf.reserve(self.file_size)  # the grown part was sparse: a full disk fails here, not as SIGBUS
@@ -153,7 +156,9 @@ class MappedFileQueue:
             self._next = None
             return pending[1].result()
         os.makedirs(self.directory, exist_ok=True)
-        return MappedFile.create(self.directory, start, self.file_size, self._warm, self._sync_dir, self._reserve)
+        return MappedFile.create(
+            self.directory, start, self.file_size, self._warm, self._sync_dir, self._reserve, self._reserve_step
+        )
 
     def build_next(self) -> MappedFile:
         """Create the file after the last one now (before appends reach it) and keep it for
@@ -179,7 +184,8 @@ class MappedFileQueue:
             return
         self._discard_preallocated()
         future = self._allocator.submit(
-            MappedFile.create, self.directory, start, self.file_size, self._warm, self._sync_dir, self._reserve
+            MappedFile.create, self.directory, start, self.file_size, self._warm, self._sync_dir, self._reserve,
+            self._reserve_step,
         )
         self._next = (start, future)
 

@@ -13,10 +13,10 @@ import pytest
 from orbitmq.common.message import Message, MessageExtBatch
 from orbitmq.common.record import encode_batch
 from orbitmq.errors import StoreError
-from orbitmq.store import mapped_file
+from orbitmq.store import commitlog, mapped_file
 from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.indexfile import IndexService
-from orbitmq.store.mapped_file import RESERVE_CHUNK, MappedFile
+from orbitmq.store.mapped_file import COMMIT_LOG_RESERVE_STEP, RESERVE_CHUNK, MappedFile
 from orbitmq.store.mapped_queue import MappedFileQueue
 from orbitmq.store.store import DefaultMessageStore
 from tests.store.helpers import BORN_HOST, STORE_HOST, message, small_config
@@ -116,8 +116,9 @@ async def test_a_full_disk_refuses_a_put_before_anything_is_written(tmp_path: Pa
             assert got.message_count == 1
 
 
-def test_a_commit_log_file_cut_back_by_recovery_stays_reserved_whole(tmp_path: Path) -> None:
-    """CommitLog appends do not check `reserved`: every block of their file must stay allocated."""
+def test_a_file_reserved_whole_stays_reserved_whole_when_cut_back_by_recovery(tmp_path: Path) -> None:
+    """A file reserved whole (a warmed CommitLog file) keeps every block through a truncation;
+    a file reserved in steps keeps what it had."""
     size = 1 << 20
     first = MappedFileQueue(str(tmp_path / "commitlog"), size)
     first.get_last_for_append().append(b"x" * 300_000)
@@ -139,7 +140,7 @@ def test_a_commit_log_file_cut_back_by_recovery_stays_reserved_whole(tmp_path: P
         chunked.close()
 
 
-def test_a_commit_log_file_found_short_is_reserved_again_when_loaded(tmp_path: Path) -> None:
+def test_a_file_reserved_whole_found_short_is_reserved_again_when_loaded(tmp_path: Path) -> None:
     size = 1 << 20
     folder = tmp_path / "commitlog"
     folder.mkdir()
@@ -171,3 +172,72 @@ def test_an_index_without_disk_for_its_next_entries_drops_keys_with_one_log_line
         assert service.query_offsets("T", "k1", 4, 0, 2**62).phy_offsets == [100], "reserved entries were written"
     finally:
         service.close()
+
+
+async def test_an_idle_commit_log_holds_one_step_of_disk_not_its_whole_file(tmp_path: Path) -> None:
+    """A broker with RocketMQ's 1 GiB CommitLog files held 1 GiB of disk per file before its first
+    message: a few test brokers filled the disk. Blocks now follow the appends a step ahead."""
+    size = 16 * COMMIT_LOG_RESERVE_STEP
+    async with DefaultMessageStore(small_config(tmp_path, mapped_file_size_commit_log=size)) as store:
+        assert (await store.put_message(message())).is_ok
+        files = list((tmp_path / "commitlog").iterdir())
+        assert [f.stat().st_size for f in files] == [size]
+        assert allocated(files[0]) <= COMMIT_LOG_RESERVE_STEP
+
+
+async def test_the_commit_log_reserves_ahead_of_its_appends_and_across_files(
+    tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    step = 4096
+    monkeypatch.setattr(commitlog, "COMMIT_LOG_RESERVE_STEP", step)
+    config = small_config(tmp_path, mapped_file_size_commit_log=64 * 1024, max_message_size=2048)
+    async with DefaultMessageStore(config) as store:
+        for i in range(120):  # about three files of 1 KiB records
+            assert (await store.put_message(message(body=b"%04d" % i + b"x" * 1000))).is_ok
+            for mf in store.commitlog.log.files:
+                assert mf.wrote_position <= mf.reserved <= mf.file_size
+                assert mf.reserved - mf.wrote_position <= step or mf.reserved == mf.file_size
+        assert len(store.commitlog.log.files) >= 2
+        for mf in store.commitlog.log.files:
+            assert allocated(Path(mf.path)) >= mf.reserved - 4096
+        assert store.get_max_offset_in_queue("T", 0) == 120
+        with store.get_message("g", "T", 0, 115, 5) as got:
+            assert got.message_count == 5
+
+
+async def test_a_full_disk_at_a_commit_log_step_refuses_the_put_and_writes_nothing(
+    tmp_path: Path, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    step = 4096
+    monkeypatch.setattr(commitlog, "COMMIT_LOG_RESERVE_STEP", step)
+    config = small_config(tmp_path, mapped_file_size_commit_log=64 * 1024, max_message_size=2048)
+    async with DefaultMessageStore(config) as store:
+        # Fill the first step until the next record would cross it.
+        assert (await store.put_message(message(body=b"y" * 1000))).is_ok
+        while True:
+            mf = store.commitlog.log.last
+            assert mf is not None
+            if mf.wrote_position + 1200 > mf.reserved:
+                break
+            assert (await store.put_message(message(body=b"y" * 1000))).is_ok
+        end = store.get_max_phy_offset()
+        count = store.get_max_offset_in_queue("T", 0)
+        real_fallocate = os.posix_fallocate
+
+        def no_space(fd: int, offset: int, size: int) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(mapped_file.os, "posix_fallocate", no_space)
+        refused = await store.put_message(message(body=b"z" * 1000))
+        assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert "disk full" in refused.remark
+        items = [Message("T", b"b" * 600) for _ in range(2)]
+        batch = MessageExtBatch(topic="T", queue_id=0, body=encode_batch(items), born_host=BORN_HOST, store_host=STORE_HOST)
+        assert (await store.put_messages(batch)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert store.get_max_phy_offset() == end
+        assert store.get_max_offset_in_queue("T", 0) == count
+        monkeypatch.setattr(mapped_file.os, "posix_fallocate", real_fallocate)
+        assert (await store.put_message(message(body=b"z" * 1000))).is_ok
+        assert (await store.put_messages(batch)).is_ok
+        with store.get_message("g", "T", 0, count, 8) as got:
+            assert got.message_count == 3
