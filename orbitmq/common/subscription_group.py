@@ -2,7 +2,7 @@
 
 One definition for the broker (its group table and subscriptionGroup.json)
 and the admin tools (`updateSubGroup`, `getConsumerConfig`). Field order is
-RocketMQ's.
+RocketMQ 5's; `consumeMessageOrderly` is RocketMQ 5's field (4.x tools and clients ignore it).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ class SubscriptionGroupConfig:
     consume_enable: bool = True
     consume_from_min_enable: bool = True
     consume_broadcast_enable: bool = True
+    #: RocketMQ 5: the group consumes in order (FIFO). The gRPC front tells its clients so
+    #: (Settings `subscription.fifo`), assigns them every queue and pops with `order`.
+    consume_message_orderly: bool = False
     retry_queue_nums: int = 1
     retry_max_times: int = 16
     broker_id: int = MASTER_ID
@@ -41,6 +44,7 @@ class SubscriptionGroupConfig:
             "consumeBroadcastEnable": self.consume_broadcast_enable,
             "consumeEnable": self.consume_enable,
             "consumeFromMinEnable": self.consume_from_min_enable,
+            "consumeMessageOrderly": self.consume_message_orderly,
             "groupName": self.group_name,
             "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
             "retryMaxTimes": self.retry_max_times,
@@ -60,6 +64,7 @@ class SubscriptionGroupConfig:
             consume_enable=get_bool(obj, "consumeEnable", True),
             consume_from_min_enable=get_bool(obj, "consumeFromMinEnable", True),
             consume_broadcast_enable=get_bool(obj, "consumeBroadcastEnable", True),
+            consume_message_orderly=get_bool(obj, "consumeMessageOrderly", False),
             retry_queue_nums=get_int(obj, "retryQueueNums", 1),
             retry_max_times=get_int(obj, "retryMaxTimes", 16),
             broker_id=get_int(obj, "brokerId", MASTER_ID),

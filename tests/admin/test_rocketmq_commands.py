@@ -323,10 +323,12 @@ def test_older_commands_print_rocketmq_lines(dev: DevServer, topic: str) -> None
 
 def test_get_consumer_config_prints_the_bean_fields(dev: DevServer) -> None:
     """GetConsumerConfigSubCommand: `=====cluster:broker=====` then `%-40s=  %s` per declared field."""
-    ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_fmt", "-r", "7")
+    out = ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_fmt", "-r", "7", "-o", "true")
+    assert "consumeMessageOrderly=true" in out
     lines = ok(dev, "getConsumerConfig", "-g", "CG_cfg_fmt").splitlines()
     assert lines[0] == f"=============================DefaultCluster:{dev.broker_name}============================="
     assert lines[1:] == [f"{k:<40}=  {v}" for k, v in (
         ("groupName", "CG_cfg_fmt"), ("consumeEnable", "true"), ("consumeFromMinEnable", "true"),
-        ("consumeBroadcastEnable", "true"), ("retryQueueNums", "1"), ("retryMaxTimes", "7"), ("brokerId", "0"),
-        ("whichBrokerWhenConsumeSlowly", "1"), ("notifyConsumerIdsChangedEnable", "true"))]
+        ("consumeBroadcastEnable", "true"), ("consumeMessageOrderly", "true"), ("retryQueueNums", "1"),
+        ("retryMaxTimes", "7"), ("brokerId", "0"), ("whichBrokerWhenConsumeSlowly", "1"),
+        ("notifyConsumerIdsChangedEnable", "true"))]

@@ -88,6 +88,10 @@ def test_topic_config_has_rocketmq_defaults_and_reads_strings_as_fastjson_does()
 def test_subscription_group_config_round_trips_and_needs_a_name() -> None:
     config = SubscriptionGroupConfig("G", consume_broadcast_enable=False, retry_max_times=3)
     assert SubscriptionGroupConfig.from_json(config.to_json()) == config
+    orderly = SubscriptionGroupConfig("G", consume_message_orderly=True)
+    assert orderly.to_json()["consumeMessageOrderly"] is True  # RocketMQ 5's field name
+    assert SubscriptionGroupConfig.from_json(orderly.to_json()) == orderly
+    assert SubscriptionGroupConfig.from_json({"groupName": "G"}).consume_message_orderly is False  # a 4.x body
     assert SubscriptionGroupConfig.from_json({"groupName": "G", "consumeEnable": "false"}).consume_enable is False
     with pytest.raises(ValueError, match="groupName"):
         SubscriptionGroupConfig.from_json({"retryMaxTimes": 3})

@@ -122,6 +122,25 @@ def test_subscription_group_create_list_delete(dev: DevServer) -> None:
     assert "CG_conf_cmds" not in after["subscriptionGroupTable"]
 
 
+def test_a_rocketmq5_subscription_group_body_keeps_consume_message_orderly(dev: DevServer) -> None:
+    """RocketMQ 5's mqadmin updateSubGroup -o true sends its whole bean; consumeMessageOrderly is kept and listed,
+    the 5.x fields OrbitMQ has no use for are accepted, and a 4.x body (without the field) lists it false."""
+    v5 = {"attributes": {}, "brokerId": 0, "consumeBroadcastEnable": False, "consumeEnable": True,
+          "consumeFromMinEnable": False, "consumeMessageOrderly": True, "consumeTimeoutMinute": 15,
+          "groupName": "CG_conf_v5", "groupRetryPolicy": {"type": "CUSTOMIZED"}, "groupSysFlag": 0,
+          "notifyConsumerIdsChangedEnable": True, "retryMaxTimes": 16, "retryQueueNums": 1,
+          "whichBrokerWhenConsumeSlowly": 1}
+    v4 = {"groupName": "CG_conf_v4", "consumeEnable": True, "retryQueueNums": 1, "retryMaxTimes": 16}
+    with Conn(dev.broker) as broker:
+        assert broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps(v5).encode()).code == 0
+        assert broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps(v4).encode()).code == 0
+        listed = fastjson_loads(broker.java(GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body)["subscriptionGroupTable"]
+        for name in ("CG_conf_v5", "CG_conf_v4"):
+            broker.java(DELETE_SUBSCRIPTIONGROUP, {"groupName": name, "removeOffset": "true"})
+    assert listed["CG_conf_v5"]["consumeMessageOrderly"] is True
+    assert listed["CG_conf_v4"]["consumeMessageOrderly"] is False
+
+
 def test_topic_tables_for_export_metadata(dev: DevServer) -> None:
     """getUserTopicConfig: TopicConfigSerializeWrapper minus GET_SYSTEM_TOPIC_LIST_FROM_BROKER's topics."""
     with Conn(dev.broker) as broker:

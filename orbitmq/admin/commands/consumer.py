@@ -183,6 +183,8 @@ def consumer_progress(
 @click.option("-s", "--consumeEnable", "consume_enable", type=click.BOOL, default=True, show_default=True)
 @click.option("-m", "--consumeFromMinEnable", "from_min", type=click.BOOL, default=True, show_default=True)
 @click.option("-d", "--consumeBroadcastEnable", "broadcast", type=click.BOOL, default=True, show_default=True)
+@click.option("-o", "--consumeMessageOrderly", "orderly", type=click.BOOL, default=False, show_default=True,
+              help="RocketMQ 5 clients consume the group in order (FIFO).")
 @click.option("-q", "--retryQueueNums", "retry_queues", type=click.IntRange(0, 1024), default=1, show_default=True)
 @click.option("-r", "--retryMaxTimes", "retry_max", type=click.IntRange(-1, 1000), default=16, show_default=True)
 @click.option("-i", "--brokerId", "broker_id", type=click.IntRange(0), default=0, show_default=True,
@@ -194,7 +196,7 @@ def consumer_progress(
 @timeout_option
 def update_sub_group(
     group: str, broker_addr: str | None, cluster: str | None, consume_enable: bool, from_min: bool,
-    broadcast: bool, retry_queues: int, retry_max: int, broker_id: int, slow_broker: int, notify: bool,
+    broadcast: bool, orderly: bool, retry_queues: int, retry_max: int, broker_id: int, slow_broker: int, notify: bool,
     namesrv: str | None, timeout: float,
 ) -> None:
     """Create a subscription group or update its settings."""
@@ -202,7 +204,9 @@ def update_sub_group(
     if not broker_addr and not cluster:
         raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
     config = SubscriptionGroupConfig(
-        group, consume_enable, from_min, broadcast, retry_queues, retry_max, broker_id, slow_broker, notify
+        group, consume_enable=consume_enable, consume_from_min_enable=from_min, consume_broadcast_enable=broadcast,
+        consume_message_orderly=orderly, retry_queue_nums=retry_queues, retry_max_times=retry_max,
+        broker_id=broker_id, which_broker_when_consume_slowly=slow_broker, notify_consumer_ids_changed_enable=notify,
     )
 
     async def action(admin: AdminClient) -> None:
@@ -250,10 +254,11 @@ def delete_sub_group(
     run_admin(namesrv, timeout, action)
 
 
-#: SubscriptionGroupConfig's fields in 4.9's declaration order (what getConsumerConfig prints).
+#: SubscriptionGroupConfig's fields OrbitMQ keeps, in RocketMQ 5's declaration order (what getConsumerConfig
+#: prints; 4.9 has all but consumeMessageOrderly).
 SUBSCRIPTION_GROUP_FIELDS = (
-    "groupName", "consumeEnable", "consumeFromMinEnable", "consumeBroadcastEnable", "retryQueueNums",
-    "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly", "notifyConsumerIdsChangedEnable",
+    "groupName", "consumeEnable", "consumeFromMinEnable", "consumeBroadcastEnable", "consumeMessageOrderly",
+    "retryQueueNums", "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly", "notifyConsumerIdsChangedEnable",
 )
 
 
