@@ -131,6 +131,8 @@ class GrpcClient:
     group: str | None = None
     topics: set[str] = field(default_factory=set)
     subscriptions: dict[str, pb.FilterExpression] = field(default_factory=dict)
+    #: The consumer was told to consume in order (its group's consumeMessageOrderly, in the Settings reply).
+    fifo: bool = False
     streams: list[asyncio.Queue[spb.TelemetryCommand | None]] = field(default_factory=list)
     #: Nonce -> the future a server-initiated command (stack trace, verify) waits on.
     waiters: dict[str, asyncio.Future[str]] = field(default_factory=dict)
@@ -267,7 +269,7 @@ class GrpcClient:
         info: dict[str, Any] = {
             "properties": {
                 "PROP_CONSUME_TYPE": "CONSUME_POP",
-                "PROP_CONSUMEORDERLY": "false",
+                "PROP_CONSUMEORDERLY": "true" if self.fifo else "false",
                 "PROP_CLIENT_VERSION": f"{self.md.language or 'UNKNOWN'} {self.md.version}".strip(),
                 "PROP_NAMESERVER_ADDR": "",
                 "PROP_CONSUMER_START_TIMESTAMP": str(int(self.started_ms)),
@@ -302,7 +304,7 @@ class GrpcClient:
             return request.response(ResponseCode.SYSTEM_ERROR,
                                     f"the RocketMQ 5 client {self.client_id} did not verify the message")
         return request.response(body=orjson.dumps({
-            "autoCommit": True, "consumeResult": "CR_SUCCESS", "order": False, "remark": answer,
+            "autoCommit": True, "consumeResult": "CR_SUCCESS", "order": self.fifo, "remark": answer,
             "spentTimeMills": int((time.monotonic() - started) * 1000),
         }))
 

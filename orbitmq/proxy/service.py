@@ -209,12 +209,12 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         if names.validate_group(group) is not None:
             raise GrpcStatusError(pb.ILLEGAL_CONSUMER_GROUP, f"illegal consumer group {group!r}")
 
-    async def _is_orderly(self, addr: str, group: str, topic: str) -> bool:
-        """FIFO consumption: a topic of message.type FIFO (or a group whose config, as a RocketMQ 5 broker
-        keeps it, says consumeMessageOrderly)."""
-        meta = await self.backend.meta(addr)
-        attribute = meta.topic_attributes.get(topic, {}).get(codec.MESSAGE_TYPE_ATTRIBUTE, "")
-        return attribute.upper() == "FIFO" or group in meta.orderly_groups
+    async def _is_orderly(self, addr: str, group: str) -> bool:
+        """FIFO consumption is the group's setting, as in RocketMQ 5: its SubscriptionGroupConfig on the
+        broker says consumeMessageOrderly (`updateSubGroup -o true`). The topic's message.type only says
+        what may be sent to it: a FIFO topic read by another group is consumed concurrently, and an
+        orderly group reads any topic in queue order."""
+        return group in (await self.backend.meta(addr)).orderly_groups
 
     # --- route and assignment ----------------------------------------------------------------
 
@@ -260,7 +260,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 qd = next((q for q in route.queue_datas if q.broker_name == name), None)
                 if qd is None or not names.is_readable(qd.perm) or qd.read_queue_nums <= 0:
                     continue
-                orderly = await self._is_orderly(addr, real(request.group), real(request.topic))
+                orderly = await self._is_orderly(addr, real(request.group))
                 ids = range(qd.read_queue_nums) if orderly else [-1]
                 for qid in ids:
                     mq = pb.MessageQueue(id=qid, permission=pb.READ_WRITE)
@@ -379,8 +379,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 except OrbitMQError:
                     continue
                 for addr in self._masters(route).values():
-                    fifo = fifo or await self._is_orderly(addr, group, real(entry.topic))
-            sub.fifo = fifo
+                    fifo = fifo or await self._is_orderly(addr, group)
+            sub.fifo = client.fifo = fifo
             sub.receive_batch_size = 32
             polling = _ms(sub.long_polling_timeout) if sub.HasField("long_polling_timeout") else MAX_POLL_MS
             sub.long_polling_timeout.FromMilliseconds(min(MAX_POLL_MS, max(MIN_POLL_MS, polling)))
@@ -547,7 +547,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                 "initMode": "1",
                 "expType": "SQL92" if fexp.type == pb.SQL else "TAG",
                 "exp": fexp.expression or "*",
-                "order": "true" if await self._is_orderly(addr, group, topic) else "false",
+                "order": "true" if await self._is_orderly(addr, group) else "false",
             }
             if request.HasField("attempt_id"):
                 fields["attemptId"] = request.attempt_id

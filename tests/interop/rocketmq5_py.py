@@ -177,6 +177,35 @@ def main() -> None:
             result = [show(m) for m in receive_all(c, 3 * n)]
         finally:
             c.shutdown()
+    elif scenario == "fifo_batches":
+        # GROUP is "orderly,plain": both groups join, N messages of one message group are sent, and each
+        # group takes two batches of 2 before acking anything, then the rest (acking as it goes).
+        consumers = {g: simple(endpoint, topic, g) for g in group.split(",")}
+        try:
+            for c in consumers.values():
+                c.receive(1, 10)  # a new group starts at the end of each queue: join before sending
+            p = Producer(config(endpoint), (topic,))
+            p.startup()
+            try:
+                for i in range(n):
+                    p.send(message(topic, f"ga:{i}".encode(), message_group="ga"))
+            finally:
+                p.shutdown()
+            result = {}
+            for g, c in consumers.items():
+                first: list[Message] = []
+                end = time.monotonic() + DEADLINE
+                while not first and time.monotonic() < end:
+                    first = c.receive(2, 20) or []
+                second = c.receive(2, 20) or []  # nothing acked yet
+                for m in first + second:
+                    c.ack(m)
+                rest = receive_all(c, n - len(first) - len(second))
+                result[g] = {"first": [show(m) for m in first], "second": [show(m) for m in second],
+                             "rest": [show(m) for m in rest]}
+        finally:
+            for c in consumers.values():
+                c.shutdown()
     elif scenario == "delay_roundtrip":
         c = simple(endpoint, topic, group)
         try:
@@ -243,7 +272,7 @@ def main() -> None:
             finally:
                 p.shutdown()
             all_in.wait(DEADLINE)
-            result = seen
+            result = {"fifo": c.fifo, "got": seen}  # fifo: what the server's Settings told the consumer
         finally:
             c.shutdown()
     elif scenario == "push":

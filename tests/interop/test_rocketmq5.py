@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from orbitmq.client import LitePullConsumer, Message, Producer
@@ -213,9 +214,27 @@ async def test_simple_consumer_receives_and_acks(cluster: Cluster) -> None:
 async def test_fifo_order_per_group_for_a_simple_consumer(cluster: Cluster) -> None:
     topic, _, cg = unique_names("g5")
     await _fifo_topic(cluster, topic)
+    await _orderly_group(cluster, topic, cg)
     got = await asyncio.to_thread(run_py, cluster, "fifo_roundtrip", topic, cg, 3)
     for g in ("ga", "gb", "gc"):
         assert [m["body"] for m in got if m["group"] == g] == [f"{g}:{i}" for i in range(3)]
+
+
+async def test_an_orderly_group_takes_a_batch_at_a_time_and_a_plain_one_reads_concurrently(cluster: Cluster) -> None:
+    """FIFO consumption is the group's consumeMessageOrderly, as in RocketMQ 5: on one FIFO topic the orderly
+    group gets nothing more of a message group's queue until its batch is acked; a group without the flag
+    reads on regardless."""
+    topic, _, cg = unique_names("g5")
+    plain = cg + "_plain"
+    await _fifo_topic(cluster, topic)
+    await _orderly_group(cluster, topic, cg)
+    report = await asyncio.to_thread(run_py, cluster, "fifo_batches", topic, f"{cg},{plain}", 6)
+    orderly, concurrent = report[cg], report[plain]
+    bodies = [f"ga:{i}" for i in range(6)]
+    assert orderly["second"] == [] and orderly["first"]
+    assert [m["body"] for m in orderly["first"] + orderly["rest"]] == bodies
+    assert concurrent["second"]  # a second batch while the first is un-acked
+    assert sorted(m["body"] for m in concurrent["first"] + concurrent["second"] + concurrent["rest"]) == bodies
 
 
 async def test_delayed_delivery_to_a_simple_consumer(cluster: Cluster) -> None:
@@ -244,7 +263,10 @@ async def test_push_consumer(cluster: Cluster) -> None:
 async def test_fifo_order_per_group_for_a_push_consumer(cluster: Cluster) -> None:
     topic, _, cg = unique_names("g5")
     await _fifo_topic(cluster, topic)
-    got = await asyncio.to_thread(run_py, cluster, "push_fifo", topic, cg, 4)
+    await _orderly_group(cluster, topic, cg)
+    report = await asyncio.to_thread(run_py, cluster, "push_fifo", topic, cg, 4)
+    assert report["fifo"] is True  # the Settings told the client to consume in order
+    got = report["got"]
     for g in ("ga", "gb", "gc"):
         assert [m["body"] for m in got if m["group"] == g] == [f"{g}:{i}" for i in range(4)]
 
@@ -268,6 +290,28 @@ async def _admin(*args: str) -> None:
 async def _group(cluster: Cluster, group: str, *, retry_max_times: int = 16) -> None:
     await _admin("updateSubGroup", "-n", cluster.namesrv, "-c", "DefaultCluster", "-g", group,
                  "-r", str(retry_max_times))
+
+
+async def _orderly_group(cluster: Cluster, topic: str, group: str) -> None:
+    """A consumer group with RocketMQ 5's consumeMessageOrderly (what makes consumption FIFO), once the
+    proxy (which reads the brokers' group tables every few seconds) assigns it every queue of `topic`."""
+    from orbitmq.proxy.pb import service_pb2 as spb
+    from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+
+    await _admin("updateSubGroup", "-n", cluster.namesrv, "-c", "DefaultCluster", "-g", group, "-o", "true")
+    request = spb.QueryAssignmentRequest()
+    request.topic.name, request.group.name = topic, group
+    async with grpc.aio.insecure_channel(cluster.proxy) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+
+        async def per_queue() -> bool:
+            answer = await stub.QueryAssignment(request, metadata=[("x-mq-client-id", "interop@1")], timeout=10)
+            return bool(answer.assignments) and all(a.message_queue.id >= 0 for a in answer.assignments)
+
+        deadline = time.monotonic() + 20
+        while not await per_queue() and time.monotonic() < deadline:
+            pass
+        assert await per_queue(), f"the proxy does not see {group} as orderly"
 
 
 async def _fifo_topic(cluster: Cluster, topic: str) -> None:
@@ -352,6 +396,7 @@ async def test_the_nodejs_client_sends_and_receives(cluster: Cluster) -> None:
 async def test_nodejs_fifo_order_per_group(cluster: Cluster) -> None:
     topic, _, cg = unique_names("g5n")
     await _fifo_topic(cluster, topic)
+    await _orderly_group(cluster, topic, cg)
     got = await asyncio.to_thread(run_node, cluster, "fifo", topic, cg, 3)
     for g in ("ga", "gb"):
         assert [m["body"] for m in got if m["group"] == g] == [f"{g}:{i}" for i in range(3)]

@@ -531,3 +531,166 @@ def test_enable_grpc_proxy_without_a_nameserver_is_refused(tmp_path: Path) -> No
     done = subprocess.run(orbitmq_command("broker", "--listen", "127.0.0.1:0", "--store", str(tmp_path / "s"),
                                           "-c", str(conf)), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "enableGrpcProxy" in done.stderr and "namesrvAddr" in done.stderr
+
+
+# --- orderly (FIFO) consumer groups ------------------------------------------------------------------
+
+
+async def _admin_ok(*args: str) -> str:
+    import asyncio
+    import subprocess
+
+    done = await asyncio.to_thread(subprocess.run, orbitmq_command("admin", *args), capture_output=True, text=True,
+                                   timeout=30, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+async def _fifo_setting(proxy: str, topic: str, group: str) -> bool | None:
+    """The Settings reply's `subscription.fifo` for a simple consumer of `group` on `topic` (None: no route yet)."""
+    async with grpc.aio.insecure_channel(proxy) as channel:
+        stub = sgrpc.MessagingServiceStub(channel)
+        route = spb.QueryRouteRequest()
+        route.topic.name = topic
+        if (await stub.QueryRoute(route, metadata=md(), timeout=10)).status.code != pb.OK:
+            return None
+        call = stub.Telemetry(metadata=md(f"fifo@1@0@{uuid.uuid4().hex[:8]}"), timeout=10)
+        command = spb.TelemetryCommand()
+        command.settings.client_type = pb.SIMPLE_CONSUMER
+        command.settings.subscription.group.name = group
+        entry = command.settings.subscription.subscriptions.add()
+        entry.topic.name = topic
+        entry.expression.expression = "*"
+        await call.write(command)
+        reply = await call.read()
+        await call.done_writing()
+        assert reply.status.code == pb.OK
+        return bool(reply.settings.subscription.fifo)
+
+
+async def _until_fifo_setting(proxy: str, topic: str, group: str, want: bool) -> None:
+    """The proxy reads the brokers' group tables every few seconds: wait until it reports `want`."""
+    deadline = time.monotonic() + 20
+    while await _fifo_setting(proxy, topic, group) is not want and time.monotonic() < deadline:
+        pass
+    assert await _fifo_setting(proxy, topic, group) is want
+
+
+async def _assigned_queue_ids(stub: sgrpc.MessagingServiceStub, topic: str, group: str) -> list[int]:
+    req = spb.QueryAssignmentRequest()
+    req.topic.name = topic
+    req.group.name = group
+    resp = await stub.QueryAssignment(req, metadata=md(), timeout=10)
+    assert resp.status.code == pb.OK
+    return sorted(a.message_queue.id for a in resp.assignments)
+
+
+async def _batch(stub: sgrpc.MessagingServiceStub, topic: str, group: str, size: int = 2) -> list[pb.Message]:
+    """One ReceiveMessage; its 4 s deadline keeps the long polling at 2.5 s (the proxy answers in time)."""
+    req = spb.ReceiveMessageRequest(batch_size=size)
+    req.group.name = group
+    req.message_queue.topic.name = topic
+    req.filter_expression.expression = "*"
+    req.invisible_duration.FromSeconds(30)
+    req.long_polling_timeout.FromSeconds(5)
+    return [i.message async for i in stub.ReceiveMessage(req, metadata=md(), timeout=4) if i.HasField("message")]
+
+
+async def _ack(stub: sgrpc.MessagingServiceStub, topic: str, group: str, msgs: list[pb.Message]) -> None:
+    ack = spb.AckMessageRequest(entries=[spb.AckMessageEntry(message_id=m.system_properties.message_id,
+                                                             receipt_handle=m.system_properties.receipt_handle)
+                                         for m in msgs])
+    ack.group.name = group
+    ack.topic.name = topic
+    assert (await stub.AckMessage(ack, metadata=md(), timeout=10)).status.code == pb.OK
+
+
+async def _one_queue_topic(front: Front, fifo: bool) -> str:
+    topic = unique_names("gf")[0]
+    args = ["updateTopic", "-n", front.namesrv, "-c", "DefaultCluster", "-t", topic, "-r", "1", "-w", "1"]
+    await _admin_ok(*args, *(["-a", "+message.type=FIFO"] if fifo else []))
+    return topic
+
+
+def _ordered_message(topic: str, body: bytes, fifo: bool) -> pb.Message:
+    return message(topic, body, message_type=pb.FIFO, message_group="g1") if fifo else message(topic, body)
+
+
+@pytest.mark.parametrize("fifo_topic", [True, False], ids=["fifo-topic", "normal-topic"])
+async def test_an_orderly_group_gets_its_queue_one_batch_at_a_time(
+    front: Front, stub: sgrpc.MessagingServiceStub, fifo_topic: bool
+) -> None:
+    """RocketMQ 5: FIFO consumption is the group's consumeMessageOrderly (updateSubGroup -o true), on a FIFO
+    topic or a normal one: Settings say fifo, every queue is assigned, and a queue's next batch waits for the
+    acks of the last one."""
+    topic = await _one_queue_topic(front, fifo_topic)
+    group = unique_names("gf")[2]
+    await _admin_ok("updateSubGroup", "-n", front.namesrv, "-c", "DefaultCluster", "-g", group, "-o", "true")
+    await _until_fifo_setting(front.proxy, topic, group, True)
+    assert await _assigned_queue_ids(stub, topic, group) == [0]
+    assert await _batch(stub, topic, group) == []  # the group joins at the end of the queue
+    sent = [f"m{i}".encode() for i in range(5)]
+    for body in sent:
+        assert (await send(stub, _ordered_message(topic, body, fifo_topic))).status.code == pb.OK
+    got: list[pb.Message] = []
+    blocked_checked = False
+    deadline = time.monotonic() + 30
+    while len(got) < len(sent) and time.monotonic() < deadline:
+        batch = await _batch(stub, topic, group)
+        if not batch:
+            continue
+        got += batch
+        if not blocked_checked:
+            assert await _batch(stub, topic, group) == []  # un-acked: the queue is held for the group
+            blocked_checked = True
+        await _ack(stub, topic, group, batch)
+    assert [m.body for m in got] == sent and blocked_checked
+    assert {m.system_properties.message_type for m in got} == {pb.FIFO if fifo_topic else pb.NORMAL}
+
+
+async def test_a_fifo_topic_read_by_a_group_that_is_not_orderly_is_consumed_concurrently(
+    front: Front, stub: sgrpc.MessagingServiceStub
+) -> None:
+    topic = await _one_queue_topic(front, True)
+    group = unique_names("gf")[2]
+    await _until_fifo_setting(front.proxy, topic, group, False)
+    assert await _assigned_queue_ids(stub, topic, group) == [-1]
+    assert await _batch(stub, topic, group) == []  # joins
+    sent = [f"m{i}".encode() for i in range(5)]
+    for body in sent:
+        assert (await send(stub, _ordered_message(topic, body, True))).status.code == pb.OK
+    got: list[pb.Message] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(sent) and time.monotonic() < deadline:
+        got += await _batch(stub, topic, group)  # never acked: the next batch comes all the same
+    assert sorted(m.body for m in got) == sent
+
+
+async def test_the_orderly_flag_survives_a_restart(tmp_path: Path) -> None:
+    command = orbitmq_command(
+        "dev", "--store", str(tmp_path / "store"), "--namesrv-port", "0", "--broker-port", "0", "--host", "127.0.0.1",
+        "--console", "off", "--no-metrics", "--grpc-port", "0",
+    )
+    topic, _, group = unique_names("gf")
+
+    def start() -> Front:
+        process = start_server(command, listeners=2, cwd=str(tmp_path))
+        eventually(lambda: any(x.startswith("proxy listening on ") for x in process.output), timeout=30)
+        return Front(process)
+
+    first = start()
+    try:
+        await _admin_ok("updateTopic", "-n", first.namesrv, "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2")
+        await _admin_ok("updateSubGroup", "-n", first.namesrv, "-c", "DefaultCluster", "-g", group, "-o", "true")
+        await _until_fifo_setting(first.proxy, topic, group, True)
+    finally:
+        assert first.process.stop() == 0
+    again = start()
+    try:
+        await _until_fifo_setting(again.proxy, topic, group, True)
+        async with grpc.aio.insecure_channel(again.proxy) as channel:
+            assert await _assigned_queue_ids(sgrpc.MessagingServiceStub(channel), topic, group) == [0, 1]
+        out = await _admin_ok("getConsumerConfig", "-n", again.namesrv, "-g", group)
+        assert f"{'consumeMessageOrderly':<40}=  true" in out.splitlines()
+    finally:
+        again.process.stop()
