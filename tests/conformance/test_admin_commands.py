@@ -134,11 +134,14 @@ def test_a_rocketmq5_subscription_group_body_keeps_consume_message_orderly(dev: 
     with Conn(dev.broker) as broker:
         assert broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps(v5).encode()).code == 0
         assert broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps(v4).encode()).code == 0
+        bad = broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                          json.dumps({"groupName": "CG_conf_bad", "consumeMessageOrderly": [1]}).encode())
         listed = fastjson_loads(broker.java(GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body)["subscriptionGroupTable"]
         for name in ("CG_conf_v5", "CG_conf_v4"):
             broker.java(DELETE_SUBSCRIPTIONGROUP, {"groupName": name, "removeOffset": "true"})
     assert listed["CG_conf_v5"]["consumeMessageOrderly"] is True
     assert listed["CG_conf_v4"]["consumeMessageOrderly"] is False
+    assert bad.code == 1 and "CG_conf_bad" in (bad.remark or "") and "CG_conf_bad" not in listed
 
 
 def test_topic_tables_for_export_metadata(dev: DevServer) -> None:
