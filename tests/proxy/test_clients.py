@@ -1,17 +1,22 @@
-"""The proxy's client registry: gRPC clients are forgotten after silence, never while a stream is open."""
+"""The proxy's client registry: gRPC clients are forgotten after silence, never while a stream is open;
+a consumer's Settings and running info follow its group's consumeMessageOrderly."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+import orjson
 import pytest
 
-from orbitmq.proxy.backend import Backend
+from orbitmq.common.route import BrokerData, QueueData, TopicRouteData
+from orbitmq.proxy.backend import Backend, BrokerMeta
 from orbitmq.proxy.clients import CLIENT_EXPIRY_SECONDS, Metadata
 from orbitmq.proxy.codec import GrpcStatusError
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.service import MessagingService
+from orbitmq.remoting.codes import RequestCode
+from orbitmq.remoting.command import RemotingCommand
 
 
 async def test_silent_clients_expire_and_streaming_ones_do_not() -> None:
@@ -32,3 +37,26 @@ def test_a_call_without_a_client_id_where_one_is_needed() -> None:
     with pytest.raises(GrpcStatusError) as err:
         service.clients.get_or_create(Metadata(""))
     assert err.value.code == pb.CLIENT_ID_REQUIRED
+
+
+async def test_a_consumer_of_an_orderly_group_is_told_fifo_and_reports_it() -> None:
+    """Settings `fifo` is the group's consumeMessageOrderly on the brokers of the subscribed topics, whatever
+    the topic's message.type; consumerStatus then shows the client as orderly."""
+    class Tables(Backend):
+        async def route(self, topic: str) -> TopicRouteData:
+            return TopicRouteData((QueueData("b", 1, 1, 6),), (BrokerData("C", "b", {0: "127.0.0.1:1"}),))
+
+        async def meta(self, addr: str) -> BrokerMeta:
+            fifo_topic = {"message.type": "FIFO"}
+            return BrokerMeta({"FifoTopic": fifo_topic}, frozenset({"OrderlyGroup"}), frozenset())
+
+    service = MessagingService(Tables(["127.0.0.1:1"]), ("127.0.0.1", 8081))
+    for group, topic, fifo in (("OrderlyGroup", "PlainTopic", True), ("PlainGroup", "FifoTopic", False)):
+        client = service.clients.get_or_create(Metadata(f"{group}@1"))
+        settings = pb.Settings(client_type=pb.PUSH_CONSUMER)
+        settings.subscription.group.name = group
+        settings.subscription.subscriptions.add().topic.name = topic
+        assert (await service.settings_reply(client, settings)).subscription.fifo is fifo
+        ask = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": group})
+        info = orjson.loads((await client._on_running_info(ask, None)).body_bytes())  # type: ignore[arg-type]
+        assert info["properties"]["PROP_CONSUMEORDERLY"] == str(fifo).lower()
