@@ -1,6 +1,7 @@
 """gRPC front benchmark: RocketMQ 5 protocol beside the 4.x remoting path on the same broker.
 
     python -m bench.grpc [--quick] [--messages N] [--inflight 64] [--size 1024]
+                         [--tls-mode disabled|permissive|enforcing] [--tls]
 
 Starts `orbitmq dev` (its in-process gRPC front on a free port) in a child process, makes an
 8-queue topic, and measures from this process:
@@ -10,6 +11,9 @@ Starts `orbitmq dev` (its in-process gRPC front on a free port) in a child proce
 * grpc receive   ReceiveMessage (batches of 32, 4 receivers) + AckMessage of each batch, draining
                  N messages the group was waiting for (POP underneath)
 * remoting pull  LitePullConsumer draining the same N messages with PULL_MESSAGE
+
+`--tls-mode` starts `orbitmq dev` with that `tls.server.mode` (a throwaway test certificate; without
+it, dev's own default: permissive on the gRPC port); `--tls` makes the gRPC calls over TLS.
 
 Figures are messages per second of wall time (the broker, the proxy and this load generator
 share the machine's cores).
@@ -21,6 +25,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -34,14 +39,32 @@ from orbitmq.client import LitePullConsumer, Message, Producer
 from orbitmq.proxy.pb import definition_pb2 as pb
 from orbitmq.proxy.pb import service_pb2 as spb
 from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
+from orbitmq.remoting.tls import TlsSettings
 
 MD = [("x-mq-client-id", f"bench@{os.getpid()}@0@grpc"), ("x-mq-language", "PYTHON"), ("x-mq-namespace", "")]
 
 
-def start_dev(root: str) -> tuple[subprocess.Popen[str], str, str]:
+#: The gRPC channel the load generator uses (TLS with --tls) and the remoting clients' TLS settings.
+GRPC_CREDENTIALS: grpc.ChannelCredentials | None = None
+REMOTING_TLS: TlsSettings | None = None
+
+
+def channel(proxy: str) -> grpc.aio.Channel:
+    if GRPC_CREDENTIALS is None:
+        return grpc.aio.insecure_channel(proxy)
+    return grpc.aio.secure_channel(proxy, GRPC_CREDENTIALS)
+
+
+def start_dev(root: str, tls_mode: str | None) -> tuple[subprocess.Popen[str], str, str]:
+    extra: list[str] = []
+    if tls_mode:
+        conf = os.path.join(root, "broker.conf")
+        with open(conf, "w") as f:
+            f.write(f"tls.server.mode={tls_mode}\ntls.test.mode.enable=true\n")
+        extra = ["-c", conf]
     proc = subprocess.Popen(
         [sys.executable, "-m", "orbitmq", "dev", "--store", os.path.join(root, "store"), "--namesrv-port", "0",
-         "--broker-port", "0", "--no-metrics", "--console", "off", "--grpc-port", "0"],
+         "--broker-port", "0", "--no-metrics", "--console", "off", "--grpc-port", "0", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     namesrv = proxy = ""
@@ -70,8 +93,8 @@ def grpc_message(topic: str, body: bytes) -> pb.Message:
 
 
 async def grpc_send(proxy: str, topic: str, n: int, inflight: int, body: bytes) -> float:
-    async with grpc.aio.insecure_channel(proxy) as channel:
-        stub = sgrpc.MessagingServiceStub(channel)
+    async with channel(proxy) as ch:
+        stub = sgrpc.MessagingServiceStub(ch)
         left = n
 
         async def worker() -> None:
@@ -89,7 +112,7 @@ async def grpc_send(proxy: str, topic: str, n: int, inflight: int, body: bytes) 
 
 
 async def remoting_send(namesrv: str, topic: str, n: int, inflight: int, body: bytes) -> float:
-    async with Producer(f"bench_pg_{uuid.uuid4().hex[:6]}", namesrv_addr=namesrv) as producer:
+    async with Producer(f"bench_pg_{uuid.uuid4().hex[:6]}", namesrv_addr=namesrv, tls=REMOTING_TLS) as producer:
         await producer.send(Message(topic, body))  # routes and connections first
         left = n
 
@@ -115,15 +138,15 @@ def receive_request(topic: str, group: str) -> spb.ReceiveMessageRequest:
 
 
 async def grpc_join(proxy: str, topic: str, group: str) -> None:
-    async with grpc.aio.insecure_channel(proxy) as channel:
-        stub = sgrpc.MessagingServiceStub(channel)
+    async with channel(proxy) as ch:
+        stub = sgrpc.MessagingServiceStub(ch)
         async for _ in stub.ReceiveMessage(receive_request(topic, group), metadata=MD, timeout=30):
             pass
 
 
 async def grpc_receive(proxy: str, topic: str, group: str, n: int) -> float:
-    async with grpc.aio.insecure_channel(proxy) as channel:
-        stub = sgrpc.MessagingServiceStub(channel)
+    async with channel(proxy) as ch:
+        stub = sgrpc.MessagingServiceStub(ch)
         got = 0
 
         async def receiver() -> None:
@@ -152,7 +175,7 @@ async def grpc_receive(proxy: str, topic: str, group: str, n: int) -> float:
 
 async def remoting_pull(namesrv: str, topic: str, n: int) -> float:
     consumer = LitePullConsumer(f"bench_pull_{uuid.uuid4().hex[:6]}", namesrv_addr=namesrv,
-                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET", tls=REMOTING_TLS)
     consumer.subscribe(topic, "*")
     await consumer.start()
     try:
@@ -167,11 +190,18 @@ async def remoting_pull(namesrv: str, topic: str, n: int) -> float:
 
 async def run(args: Any) -> dict[str, float]:
     root = tempfile.mkdtemp(prefix="bench-grpc-")
-    proc, namesrv, proxy = start_dev(root)
+    global GRPC_CREDENTIALS, REMOTING_TLS
+    proc, namesrv, proxy = start_dev(root, args.tls_mode)
+    if args.tls_mode == "enforcing":
+        REMOTING_TLS = TlsSettings.client(test_mode=True)
+    if args.tls:  # trust the certificate the port presents (a throwaway one)
+        host, _, port = proxy.rpartition(":")
+        cert = ssl.get_server_certificate((host, int(port)))
+        GRPC_CREDENTIALS = grpc.ssl_channel_credentials(root_certificates=cert.encode())
     try:
         body = os.urandom(args.size)
         topic = "BenchGrpc"
-        async with Producer("bench_admin", namesrv_addr=namesrv) as admin:
+        async with Producer("bench_admin", namesrv_addr=namesrv, tls=REMOTING_TLS) as admin:
             await admin.create_topic("TBW102", topic, 8)
         group = "bench_grpc_receivers"
         await grpc_join(proxy, topic, group)  # a new POP group starts at the end of each queue
@@ -195,11 +225,15 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--inflight", type=int, default=64)
     parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--tls-mode", choices=("disabled", "permissive", "enforcing"),
+                        help="tls.server.mode of orbitmq dev (default: dev's own)")
+    parser.add_argument("--tls", action="store_true", help="gRPC calls over TLS")
     args = parser.parse_args()
     if args.quick:
         args.messages = 2_000
     figures = asyncio.run(run(args))
-    print(f"{args.messages} messages of {args.size} B, {args.inflight} sends in flight")
+    print(f"{args.messages} messages of {args.size} B, {args.inflight} sends in flight, "
+          f"tls.server.mode {args.tls_mode or 'dev default'}, gRPC over {'TLS' if args.tls else 'plain text'}")
     for name, rate in figures.items():
         print(f"  {name:<14} {rate:>10,.0f} msg/s")
 

@@ -4,7 +4,8 @@
 [--metrics-port 5557 | --no-metrics] [--grpc-port 8081 | --no-grpc] [--console HOST:PORT|off] [--replicas N]` runs both on one event loop with
 the store in ./orbitmq-data unless told otherwise; the broker registers with the NameServer next
 to it. Both servers' Prometheus metrics are served on HOST:5557/metrics and the console on
-127.0.0.1:8080. RocketMQ 5 gRPC clients are served on HOST:8081 (`proxy listening on HOST:PORT`).
+127.0.0.1:8080. RocketMQ 5 gRPC clients are served on HOST:8081 (`proxy listening on HOST:PORT`), TLS and
+plain text side by side unless the config file sets `tls.server.mode` (`dev_grpc_tls`).
 
 It prints one stdout line per listener once bound (`namesrv listening on
 HOST:PORT`, `metrics listening on HOST:PORT`, then `broker <name> listening on HOST:PORT`), logs to stderr,
@@ -17,6 +18,7 @@ broker processes instead (orbitmq/failover/devgroup.py).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 
 import click
@@ -38,6 +40,9 @@ from orbitmq.errors import ConfigError
 from orbitmq.namesrv.config import NamesrvConfig
 from orbitmq.namesrv.server import NameServer
 from orbitmq.remoting.loop import run
+from orbitmq.remoting.tls import TlsMode, TlsSettings
+
+log = logging.getLogger("orbitmq.dev")
 
 #: `orbitmq dev` keeps CommitLog files smaller than RocketMQ's 1 GiB so a first start
 #: does not pre-touch a gigabyte on a laptop; the format is the same.
@@ -57,6 +62,7 @@ async def serve_dev(
     console_listen: str = "off",
     metrics_port: int | None = None,
     grpc_port: int | None = None,
+    grpc_tls: TlsSettings | None = None,
 ) -> None:
     from orbitmq.console.cli import dev_console
 
@@ -86,7 +92,8 @@ async def serve_dev(
                 from orbitmq.metrics import NamesrvMetrics
 
                 metrics = MetricsPlan(host, metrics_port, [NamesrvMetrics(ns)], metrics_port == DEV_METRICS_PORT)
-            await run_broker_until(config, stop, console, metrics, grpc_give_way=grpc_port == DEV_GRPC_PORT)
+            await run_broker_until(config, stop, console, metrics, grpc_give_way=grpc_port == DEV_GRPC_PORT,
+                                   grpc_tls=grpc_tls)
         finally:
             await ns.close()
 
@@ -133,7 +140,8 @@ def dev_command(
         # Idempotent sends are on in development: a retried send is never stored twice.
         "duplicateDetectionWindowSeconds": str(DEV_DUPLICATE_WINDOW_SECONDS),
     }
-    props.update(read_config_file(config_file))
+    user_props = read_config_file(config_file)
+    props.update(user_props)
     if replicas > 1:
         from orbitmq.failover.devgroup import serve_replicas
 
@@ -152,5 +160,23 @@ def dev_command(
         del props["brokerIP1"]
     config = build_config(props, config_file)
     setup_logging(verbose)
+    grpc_tls = None if "tls.server.mode" in user_props else dev_grpc_tls(config.tls)
     run(serve_dev(host, namesrv_port, config, store_dir, console_listen, None if no_metrics else metrics_port,
-                  None if no_grpc else grpc_port))
+                  None if no_grpc else grpc_port, grpc_tls))
+
+
+def dev_grpc_tls(node: TlsSettings) -> TlsSettings:
+    """The gRPC port's TLS when the config file sets no `tls.server.mode`: permissive, as RocketMQ 5's
+    proxy, so every official client works with its defaults (Java's TLS, Python's and Node's plain
+    text); the certificate is `tls.server.certPath` or a throwaway self-signed one (test mode). Without
+    the `cryptography` package a throwaway one cannot be made, and the port serves plain text only."""
+    settings = dataclasses.replace(node, server_mode=TlsMode.PERMISSIVE,
+                                   test_mode=node.test_mode or not node.server_cert_path)
+    if not settings.server_cert_path:
+        try:
+            import cryptography  # noqa: F401
+        except ImportError:
+            log.warning("gRPC port: plain text only (a throwaway TLS certificate needs the cryptography "
+                        "package; or set tls.server.certPath)")
+            return dataclasses.replace(node, server_mode=TlsMode.DISABLED)
+    return settings

@@ -32,6 +32,7 @@ from orbitmq.remoting.loop import run
 if TYPE_CHECKING:
     from orbitmq.metrics import FamilySource, MetricsServer
     from orbitmq.proxy.server import ProxyThread
+    from orbitmq.remoting.tls import TlsSettings
 
 log = logging.getLogger("orbitmq.broker")
 
@@ -165,6 +166,7 @@ async def run_broker_until(
     serving: contextlib.AbstractAsyncContextManager[None] | None = None,
     metrics: MetricsPlan | None = None,
     grpc_give_way: bool = False,
+    grpc_tls: TlsSettings | None = None,
 ) -> None:
     """Start a Broker (and its metrics endpoint), announce its address on stdout, and close it once `stop` is set.
 
@@ -178,7 +180,7 @@ async def run_broker_until(
             endpoint = await metrics.start(broker)
         announce(f"broker {config.broker_name} listening on {host}:{port}")
         if config.enable_grpc_proxy:
-            proxy = await start_grpc_proxy(config, grpc_give_way)
+            proxy = await start_grpc_proxy(config, grpc_give_way, grpc_tls)
         async with serving or contextlib.nullcontext():
             await stop.wait()
             log.info("broker shutting down")
@@ -190,17 +192,24 @@ async def run_broker_until(
         await broker.close()
 
 
-async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False) -> ProxyThread:
-    """The in-process gRPC front (enableGrpcProxy): RocketMQ 5 clients on listenHost:grpcServerPort.
+async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False, tls: TlsSettings | None = None) -> ProxyThread:
+    """The in-process gRPC front (enableGrpcProxy): RocketMQ 5 clients on listenHost:grpcServerPort,
+    with TLS as `tls` (default: the broker's tls.* settings) says.
 
     With `give_way` (`orbitmq dev`'s default port) a port in use gives way to a free one."""
     from orbitmq.proxy.server import GrpcProxy, ProxyThread, acl_loader
+    from orbitmq.proxy.tls import grpc_tls
+
+    try:
+        server_tls = grpc_tls(tls if tls is not None else config.tls)
+    except ConfigError as exc:
+        raise ConfigProblem(f"the gRPC port's TLS: {exc}") from None
 
     proxy = ProxyThread(GrpcProxy(
         list(config.namesrv_addrs), config.listen_host or "0.0.0.0", config.grpc_server_port,
         advertised_host=config.advertised_ip, acl=acl_loader(config.acl_file) if config.acl_enable else None,
         max_body_size=config.store.max_message_size, max_delay_ms=config.timer_max_delay_sec * 1000,
-        give_way=give_way, ssl_context=config.tls.client_context(),
+        give_way=give_way, ssl_context=config.tls.client_context(), tls=server_tls,
     ))
     try:
         host, port = await proxy.start()

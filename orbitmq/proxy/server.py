@@ -3,6 +3,7 @@
 
 The same class runs in-process in a broker (`enableGrpcProxy=true`, port `grpcServerPort`) and in
 `orbitmq dev` (port 8081 unless told otherwise); it prints one `proxy listening on HOST:PORT` line.
+Its port speaks TLS as `tls.server.mode` says (orbitmq/proxy/tls.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from orbitmq.proxy.backend import Backend
 from orbitmq.proxy.clients import ProxyAuth
 from orbitmq.proxy.handlers import generic_handler
 from orbitmq.proxy.service import MessagingService
+from orbitmq.proxy.tls import FIRST_BYTE_TIMEOUT, FirstByteFront, GrpcTls
+from orbitmq.remoting.tls import TlsMode
 
 if TYPE_CHECKING:
     from orbitmq.broker.acl.plain_config import PlainAcl
@@ -49,6 +52,7 @@ class GrpcProxy:
         max_delay_ms: int = 86_400_000,
         give_way: bool = False,
         ssl_context: Any = None,
+        tls: GrpcTls | None = None,
     ) -> None:
         self.give_way = give_way
         self.renew_scan_seconds = RENEW_SCAN_SECONDS
@@ -59,8 +63,10 @@ class GrpcProxy:
         self.auth = ProxyAuth(acl)
         self.max_body_size = max_body_size
         self.max_delay_ms = max_delay_ms
+        self.tls = tls or GrpcTls(TlsMode.DISABLED)
         self.service: MessagingService | None = None
         self._server: grpc.aio.Server | None = None
+        self._front: FirstByteFront | None = None
         self._expiry: asyncio.Task[None] | None = None
 
     async def start(self) -> tuple[str, int]:
@@ -68,24 +74,50 @@ class GrpcProxy:
             ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE),
             ("grpc.max_send_message_length", -1),
             ("grpc.so_reuseport", 0),
+            # A connection that does not finish its TLS (or HTTP/2) handshake in time is closed.
+            ("grpc.server_handshake_timeout_ms", int(FIRST_BYTE_TIMEOUT * 1000)),
         ])
-        try:
-            bound = server.add_insecure_port(f"{self.host}:{self.port}")
-        except RuntimeError:
-            bound = 0
-        if bound == 0 and self.give_way:
-            bound = server.add_insecure_port(f"{self.host}:0")
-        if bound == 0:
-            raise OSError(f"cannot listen on {self.host}:{self.port}")
+        if self.tls.mode is TlsMode.PERMISSIVE:
+            bound = await self._start_front(server)
+        else:
+            bound = self._add_port(server, self.host, self.port)
+            if bound == 0 and self.give_way:
+                bound = self._add_port(server, self.host, 0)
+            if bound == 0:
+                raise OSError(f"cannot listen on {self.host}:{self.port}")
         advertised = self.advertised_host or (self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1")
         self.service = MessagingService(self.backend, (advertised, bound), auth=self.auth,
                                         max_body_size=self.max_body_size, max_delay_ms=self.max_delay_ms)
         server.add_generic_rpc_handlers((generic_handler(self.service),))
         await server.start()
         self._server = server
+        if self._front is not None:
+            await self._front.start()
         self.port = bound
         self._expiry = asyncio.get_running_loop().create_task(self._expire_loop())
         return self.host, bound
+
+    def _add_port(self, server: grpc.aio.Server, host: str, port: int, *, secure: bool | None = None) -> int:
+        """Bind `host:port` secure (enforcing) or insecure (disabled); the port bound, or 0."""
+        if secure is None:
+            secure = self.tls.mode is TlsMode.ENFORCING
+        try:
+            if secure:
+                assert self.tls.credentials is not None
+                return server.add_secure_port(f"{host}:{port}", self.tls.credentials)
+            return server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:
+            return 0
+
+    async def _start_front(self, server: grpc.aio.Server) -> int:
+        """Permissive: the grpc server on two loopback ports, the public port relayed to them."""
+        loopback = "::1" if ":" in self.host and self.host != "::" else "127.0.0.1"
+        secure = self._add_port(server, loopback, 0, secure=True)
+        plain = self._add_port(server, loopback, 0, secure=False)
+        if not (secure and plain):
+            raise OSError(f"cannot listen on {loopback} for the gRPC port's TLS and plain listeners")
+        self._front = FirstByteFront(self.host, self.port, (loopback, secure), (loopback, plain))
+        return await self._front.bind(any_port_if_busy=self.give_way)
 
     async def _expire_loop(self) -> None:
         """Renew auto-renewed messages due soon (every renew_scan_seconds); forget silent clients."""
@@ -111,6 +143,8 @@ class GrpcProxy:
                 await self._expiry
         if self.service is not None:
             await self.service.clients.close()
+        if self._front is not None:
+            await self._front.close()
         if self._server is not None:
             await self._server.stop(grace=1.0)
         await self.backend.close()

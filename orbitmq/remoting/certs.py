@@ -107,3 +107,18 @@ def _make(common_name: str, *, issuer: CertPair | None, ca: bool, hosts: tuple[s
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         ),
     )
+
+
+def decrypt_key_pem(key_pem: bytes, password: str, key_name: str) -> bytes:
+    """An encrypted PEM private key as unencrypted PKCS#8 PEM (for servers that take key bytes and
+    no password); `key_name` names the setting in errors."""
+    _x509()
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=password.encode() or None)
+    except (ValueError, TypeError) as exc:
+        reason = "wrong or missing password" if "password" in str(exc).lower() else "not a PEM private key"
+        raise ConfigError(f"{key_name}: cannot decrypt the private key ({reason})") from None
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())

@@ -166,9 +166,7 @@ class TlsSettings:
                 "tls.server.mode is not disabled but tls.server.certPath is not set "
                 "(or set tls.test.mode.enable=true for a throwaway self-signed certificate)"
             )
-        need = self.server_need_client_auth
-        if need is ClientAuth.NONE and self.server_auth_client:
-            need = ClientAuth.REQUIRE
+        need = self.server_client_auth()
         if need is not ClientAuth.NONE:
             if not self.server_trust_cert_path:
                 raise ConfigError(
@@ -178,6 +176,33 @@ class TlsSettings:
             _load_trust(ctx, self.server_trust_cert_path, "tls.server.trustCertPath")
             ctx.verify_mode = ssl.CERT_REQUIRED if need is ClientAuth.REQUIRE else ssl.CERT_OPTIONAL
         return ctx
+
+    def server_pem(self) -> tuple[bytes, bytes]:
+        """(certificate chain, unencrypted private key) as PEM, for servers that take key material
+        rather than an `ssl.SSLContext` (the gRPC port): the tls.server.* files, or with
+        `tls.test.mode.enable` and no certificate a throwaway self-signed pair. Call `server_context()`
+        first to have the files and settings checked with its messages."""
+        if not self.server_cert_path:
+            if not self.test_mode:
+                raise ConfigError("tls.server.certPath is not set (or set tls.test.mode.enable=true)")
+            from orbitmq.remoting.certs import throwaway_server_pem
+
+            return throwaway_server_pem()
+        chain = _read_bytes(self.server_cert_path, "tls.server.certPath")
+        key = _read_bytes(self.server_key_path, "tls.server.keyPath") if self.server_key_path else chain
+        if self.server_key_password or b"ENCRYPTED" in key:
+            from orbitmq.remoting.certs import decrypt_key_pem
+
+            key = decrypt_key_pem(key, self.server_key_password, "tls.server.keyPath")
+        return chain, key
+
+    def server_client_auth(self) -> ClientAuth:
+        """Whether the server ports ask for client certificates (`tls.server.authClient=true` with
+        `need.client.auth=none` means `require`)."""
+        need = self.server_need_client_auth
+        if need is ClientAuth.NONE and self.server_auth_client:
+            need = ClientAuth.REQUIRE
+        return need
 
     def client_context(self) -> ssl.SSLContext | None:
         """The context for outgoing connections, or None when `tls.enable` is false."""
@@ -307,6 +332,14 @@ def _load_chain_pem(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> Non
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         ctx.load_cert_chain(cert_file, key_file)
+
+
+def _read_bytes(path: str, key: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise ConfigError(f"{key} {path}: cannot read it ({_reason(exc)})") from None
 
 
 def _load_trust(ctx: ssl.SSLContext, path: str, key: str) -> None:
