@@ -61,6 +61,8 @@ def start_dev(root: str, tls_mode: str | None) -> tuple[subprocess.Popen[str], s
         conf = os.path.join(root, "broker.conf")
         with open(conf, "w") as f:
             f.write(f"tls.server.mode={tls_mode}\ntls.test.mode.enable=true\n")
+            if tls_mode == "enforcing":  # the broker registers with the NameServer over TLS
+                f.write("tls.enable=true\n")
         extra = ["-c", conf]
     proc = subprocess.Popen(
         [sys.executable, "-m", "orbitmq", "dev", "--store", os.path.join(root, "store"), "--namesrv-port", "0",

@@ -229,15 +229,20 @@ async def serve_proxy(proxy: GrpcProxy) -> None:
 @click.option("--acl-config", metavar="FILE", help="plain_acl.yml: check request signatures against its accounts.")
 @click.option("--tls", "use_tls", is_flag=True, help="Reach the NameServers and brokers with TLS (tls.enable=true).")
 @click.option("--tlsConfigFile", "tls_config_file", metavar="FILE",
-              help="Properties file of tls.* client settings for those connections; implies --tls.")
+              help="Properties file of tls.* settings: tls.client.* for those connections (implies --tls), "
+              "tls.server.* for the gRPC port.")
+@click.option("-D", "defines", multiple=True, metavar="KEY=VALUE",
+              help="A tls.* setting, e.g. -D tls.server.mode=permissive (the gRPC port's TLS: disabled, "
+              "permissive or enforcing) -D tls.test.mode.enable=true (a throwaway certificate).")
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
 def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl_config: str | None,
-                  use_tls: bool, tls_config_file: str | None, verbose: bool) -> None:
+                  use_tls: bool, tls_config_file: str | None, defines: tuple[str, ...], verbose: bool) -> None:
     """Serve RocketMQ 5 gRPC clients (apache.rocketmq.v2) in front of the brokers of a NameServer."""
-    from orbitmq.admin.cli import tls_option_settings
     from orbitmq.broker.cli import setup_logging
     from orbitmq.errors import OrbitMQError
+    from orbitmq.proxy.tls import grpc_tls
     from orbitmq.remoting.loop import run
+    from orbitmq.remoting.tls import TlsSettings
 
     setup_logging(verbose)
     addrs = [a.strip() for a in namesrv.split(";") if a.strip()]
@@ -245,8 +250,23 @@ def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl
         acl = acl_loader(acl_config) if acl_config else None
     except OrbitMQError as exc:
         raise click.UsageError(f"--acl-config: {exc}") from None
-    tls = tls_option_settings(use_tls, tls_config_file, ())
+    props: dict[str, str] = {}
+    for item in defines:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.UsageError(f"-D {item}: expected KEY=VALUE")
+        props[key.strip()] = value.strip()
+    if tls_config_file:
+        props["tls.config.file"] = tls_config_file
+    if use_tls or tls_config_file:
+        props.setdefault("tls.enable", "true")
+    try:
+        tls = TlsSettings.from_properties(props) if props else None
+        ssl_context = tls.client_context() if tls is not None else None
+        server_tls = grpc_tls(tls)
+    except OrbitMQError as exc:
+        raise click.UsageError(f"TLS options: {exc}") from None
     proxy = GrpcProxy(addrs, host, port, advertised_host=advertise, acl=acl,
-                      ssl_context=tls.client_context() if tls is not None else None)
+                      ssl_context=ssl_context, tls=server_tls)
     # asyncio's own loop: grpc.aio is about twice as fast on it as on uvloop (ProxyThread).
     run(serve_proxy(proxy), use_uvloop=False)

@@ -107,6 +107,7 @@ class _Inbound(asyncio.Protocol):
         self.chosen = False
         self.timer: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
+        self.ends = 0  # directions that have seen their end of data (2: both, close)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -147,10 +148,20 @@ class _Inbound(asyncio.Protocol):
         self.transport.resume_reading()
 
     def eof_received(self) -> bool:
-        if self.outbound is not None and self.outbound.can_write_eof():
-            self.outbound.write_eof()
-            return True  # keep the other direction open until the listener closes
-        return False
+        if self.outbound is None or not self.outbound.can_write_eof():
+            return False
+        self.outbound.write_eof()
+        return self.direction_ended()  # the other direction stays open until it ends too
+
+    def direction_ended(self) -> bool:
+        """One direction is done (its EOF passed on); once both are, both connections close."""
+        self.ends += 1
+        if self.ends < 2:
+            return True
+        for transport in (self.transport, self.outbound):
+            if transport is not None:
+                transport.close()  # after writing what it holds
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.front._links.discard(self)
@@ -193,10 +204,10 @@ class _Outbound(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         client = self.inbound.transport
-        if client is not None and client.can_write_eof() and not client.is_closing():
-            client.write_eof()
-            return True
-        return False
+        if client is None or client.is_closing() or not client.can_write_eof():
+            return False
+        client.write_eof()
+        return self.inbound.direction_ended()
 
     def connection_lost(self, exc: Exception | None) -> None:
         client = self.inbound.transport
