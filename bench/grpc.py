@@ -7,6 +7,7 @@ Starts `orbitmq dev` (its in-process gRPC front on a free port) in a child proce
 8-queue topic, and measures from this process:
 
 * grpc send      SendMessage, one message per call (as the official clients send), N in flight
+                 (and the `orbitmq dev` process's CPU per message meanwhile, from /proc)
 * remoting send  orbitmq.client.Producer.send over SEND_MESSAGE_V2, the same number in flight
 * grpc receive   ReceiveMessage (batches of 32, 4 receivers) + AckMessage of each batch, draining
                  N messages the group was waiting for (POP underneath)
@@ -190,6 +191,16 @@ async def remoting_pull(namesrv: str, topic: str, n: int) -> float:
         await consumer.shutdown()
 
 
+def process_cpu(pid: int) -> float | None:
+    """Seconds of CPU (user + system) process `pid` has used, or None without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def run(args: Any) -> dict[str, float]:
     root = tempfile.mkdtemp(prefix="bench-grpc-")
     global GRPC_CREDENTIALS, REMOTING_TLS
@@ -207,8 +218,12 @@ async def run(args: Any) -> dict[str, float]:
             await admin.create_topic("TBW102", topic, 8)
         group = "bench_grpc_receivers"
         await grpc_join(proxy, topic, group)  # a new POP group starts at the end of each queue
-        out = {
-            "grpc send": await grpc_send(proxy, topic, args.messages, args.inflight, body),
+        cpu = process_cpu(proc.pid)
+        out = {"grpc send": await grpc_send(proxy, topic, args.messages, args.inflight, body)}
+        if cpu is not None:  # the server's CPU per gRPC send (the broker, the front, the proxy)
+            out["grpc send server CPU µs/msg"] = (process_cpu(proc.pid) or 0.0) - cpu
+            out["grpc send server CPU µs/msg"] *= 1e6 / args.messages
+        out |= {
             "remoting send": await remoting_send(namesrv, topic, args.messages, args.inflight, body),
         }
         # The group waits for 2N + 1 messages (both sends); drain N through gRPC, N by pull elsewhere.
@@ -237,7 +252,10 @@ def main() -> None:
     print(f"{args.messages} messages of {args.size} B, {args.inflight} sends in flight, "
           f"tls.server.mode {args.tls_mode or 'dev default'}, gRPC over {'TLS' if args.tls else 'plain text'}")
     for name, rate in figures.items():
-        print(f"  {name:<14} {rate:>10,.0f} msg/s")
+        if "µs" in name:
+            print(f"  {name:<14} {rate:>10,.0f}")
+        else:
+            print(f"  {name:<14} {rate:>10,.0f} msg/s")
 
 
 if __name__ == "__main__":

@@ -172,7 +172,7 @@ class _Inbound(asyncio.Protocol):
         if self.outbound is not None:
             self.outbound.close()  # after writing what it holds
 
-    # flow control: the listener's side cannot take more, stop reading from the client
+    # flow control: the client takes no more for now, so stop reading from the listener
     def pause_writing(self) -> None:
         if self.outbound is not None:
             self.outbound.pause_reading()
@@ -214,6 +214,7 @@ class _Outbound(asyncio.Protocol):
         if client is not None:
             client.close()
 
+    # flow control: the listener takes no more for now, so stop reading from the client
     def pause_writing(self) -> None:
         client = self.inbound.transport
         if client is not None:
