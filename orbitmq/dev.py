@@ -110,7 +110,8 @@ async def serve_dev(
 @click.option("--no-metrics", is_flag=True, help="Serve no /metrics endpoint.")
 @click.option(
     "--grpc-port", default=DEV_GRPC_PORT, show_default=True, type=click.IntRange(0, 65535),
-    help="RocketMQ 5 gRPC clients' port on --host (the default gives way to a free port when in use).",
+    help="RocketMQ 5 gRPC clients' port on --host, TLS and plain text side by side unless the config file "
+    "sets tls.server.mode (the default port gives way to a free port when in use).",
 )
 @click.option("--no-grpc", is_flag=True, help="Serve no gRPC front for RocketMQ 5 clients.")
 @click.option("-c", "--config-file", "config_file", metavar="FILE", help="Extra broker.conf settings.")

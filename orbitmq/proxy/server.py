@@ -93,6 +93,7 @@ class GrpcProxy:
         self._server = server
         if self._front is not None:
             await self._front.start()
+        log.info("gRPC port %s:%d: tls.server.mode %s", self.host, bound, self.tls.mode.value)
         self.port = bound
         self._expiry = asyncio.get_running_loop().create_task(self._expire_loop())
         return self.host, bound
