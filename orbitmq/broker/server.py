@@ -80,7 +80,7 @@ from orbitmq.remoting.connection import Peer
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.tls import ServerTls
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
-from orbitmq.store.api import MessageStore, PutMessageStatus
+from orbitmq.store.api import MessageStore, PutMessageResult, PutMessageStatus
 from orbitmq.store.config import BrokerRole, StoreConfig
 
 log = logging.getLogger("orbitmq.broker")
@@ -429,6 +429,11 @@ class Broker:
             return PutMessageStatus.PUT_OK
         return await replication.wait_for_slave(end_offset)
 
+    def _put_refusal(self) -> PutMessageResult | None:
+        """Controller mode: minInSyncReplicas before the append, by the replication of the moment."""
+        replication = self.replication
+        return replication.put_refusal() if replication is not None else None
+
     def _wire_handlers(self, registry: _TrackingRegistry, store: MessageStore) -> None:
         config = self.live.value
         # Idempotent sends: the duplicate window, rebuilt from the CommitLog tail it covers.
@@ -444,6 +449,7 @@ class Broker:
                 else None
             ),
             may_write=self.failover.may_write if self.failover is not None else None,
+            put_refusal=self._put_refusal if self.failover is not None else None,
         ).register(registry)
         register_delay_offset(registry, lambda: self.schedule)
         assert self.schedule is not None

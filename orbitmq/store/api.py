@@ -36,7 +36,7 @@ class PutMessageStatus(enum.Enum):
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-    #: Stored, not acknowledged: fewer in-sync copies than minInSyncReplicas (controller mode).
+    #: Not stored: fewer in-sync copies than minInSyncReplicas (controller mode), checked before the append.
     IN_SYNC_REPLICAS_NOT_ENOUGH = "IN_SYNC_REPLICAS_NOT_ENOUGH"
     #: Not stored: the store is closed, a slave, or the disk is over the warning ratio.
     SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
@@ -58,7 +58,6 @@ _STORED = frozenset(
         PutMessageStatus.FLUSH_DISK_TIMEOUT,
         PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
         PutMessageStatus.SLAVE_NOT_AVAILABLE,
-        PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
     }
 )
 

@@ -21,11 +21,13 @@ from orbitmq.broker.ha.protocol import (
 )
 from orbitmq.broker.ha.service import Replication
 from orbitmq.broker.ha.writes import ReplicatedWrites
+from orbitmq.common.message import Message, MessageExtBatch
+from orbitmq.common.record import encode_batch
 from orbitmq.store.api import PutMessageStatus
 from orbitmq.store.config import BrokerRole
 from orbitmq.store.epochs import EpochEntry, EpochError
 from orbitmq.store.store import DefaultMessageStore
-from tests.store.helpers import bodies, message, small_config
+from tests.store.helpers import BORN_HOST, STORE_HOST, bodies, message, small_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -177,15 +179,31 @@ async def test_internal_writes_wait_for_the_in_sync_set(tmp_path: Path) -> None:
         assert (await internal.put_message(no_wait)).status is PutMessageStatus.PUT_OK
 
 
-async def test_min_in_sync_replicas_refuses_acks_when_the_set_is_too_small(tmp_path: Path) -> None:
+async def test_min_in_sync_replicas_refuses_internal_writes_before_storing_them(tmp_path: Path) -> None:
     async with replica(tmp_path / "m", 1, min_in_sync_replicas=2) as master:
         await master.promote(1)
+        internal = ReplicatedWrites(master.store, lambda: master).as_store()
         master.in_sync_set.set([])
         assert not master.enough_replicas()
-        _, status = await put(master, b"alone")
-        assert status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
+        refusal = master.put_refusal()
+        assert refusal is not None and refusal.status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
+        for put_one in (
+            lambda: internal.put_message(message(body=b"alone")),
+            lambda: internal.put_messages(MessageExtBatch(
+                topic="T", queue_id=0, body=encode_batch([Message("T", b"one"), Message("T", b"two")]),
+                born_timestamp=1, born_host=BORN_HOST, store_host=STORE_HOST, wait_store=True,
+            )),
+        ):
+            result = await put_one()
+            assert result.status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
+            assert not result.is_ok and "minInSyncReplicas is 2" in result.remark
+            assert master.store.get_max_phy_offset() == 0, "a refused put leaves nothing behind"
+            assert master.store.get_max_offset_in_queue("T", 0) == 0
+        no_wait = message(body=b"does not wait for replicas")
+        no_wait.wait_store = False  # RocketMQ checks only puts that wait (needHandleHA)
+        assert (await internal.put_message(no_wait)).status is PutMessageStatus.PUT_OK
         master.in_sync_set.set([2])
-        assert master.enough_replicas()
+        assert master.enough_replicas() and master.put_refusal() is None
 
 
 

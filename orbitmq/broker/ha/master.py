@@ -194,10 +194,10 @@ class HAMaster:
 
     async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
         """PUT_OK once a slave holds every byte below `end_offset`; SLAVE_NOT_AVAILABLE when
-        no slave is usable; FLUSH_SLAVE_TIMEOUT when the ack does not come in time."""
+        no slave is usable; FLUSH_SLAVE_TIMEOUT when the ack does not come in time.
+        minInSyncReplicas is not checked here: the put is stored already, so it was checked
+        before the append (`Replication.put_refusal`)."""
         if self.settings.controller_mode:
-            if not self.enough_replicas():
-                return PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH
             self._recompute()
             if self.acks.acked >= end_offset:
                 return PutMessageStatus.PUT_OK

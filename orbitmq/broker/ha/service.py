@@ -22,7 +22,7 @@ from orbitmq.broker.ha.metasync import MetadataSync
 from orbitmq.broker.ha.slave import FollowSettings, HASlave, SlaveSettings
 from orbitmq.errors import ConfigError
 from orbitmq.remoting.tls import ServerTls
-from orbitmq.store.api import MessageStore, PutMessageStatus
+from orbitmq.store.api import MessageStore, PutMessageResult, PutMessageStatus
 from orbitmq.store.config import BrokerRole
 from orbitmq.store.epochs import EpochError, EpochFile
 
@@ -264,9 +264,25 @@ class Replication:
 
     def enough_replicas(self) -> bool:
         """minInSyncReplicas holds (controller mode master): the master and its in-sync set are
-        enough copies. A send gate can refuse before writing when this is False, as RocketMQ does;
-        without such a gate the put is stored and answered IN_SYNC_REPLICAS_NOT_ENOUGH."""
+        enough copies."""
         return self.master.enough_replicas() if self.master is not None else True
+
+    def put_refusal(self) -> PutMessageResult | None:
+        """Checked before a put that waits for replicas is appended (RocketMQ 5's CommitLog
+        does the same): IN_SYNC_REPLICAS_NOT_ENOUGH when this controller-mode master has fewer
+        in-sync copies than minInSyncReplicas, so a refused put leaves nothing in the store.
+        None: the put may go ahead."""
+        master = self.master
+        if master is None or not self.controller_mode or master.enough_replicas():
+            return None
+        members = master.in_sync.members
+        slaves = (len(members) if members is not None
+                  else sum(1 for r in master.replicas.values() if r.connected and not r.learner))
+        return PutMessageResult(
+            PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
+            remark=f"in-sync replicas not enough: {1 + slaves} in-sync copies, minInSyncReplicas is "
+            f"{master.settings.min_in_sync_replicas}; nothing was stored, send again later",
+        )
 
     @property
     def follow_failed(self) -> str:

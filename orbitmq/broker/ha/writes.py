@@ -7,7 +7,10 @@ through `ReplicatedWrites`, a view of the store whose puts return only once
 the copies the rule asks for hold the record (or the slave timeout passed:
 FLUSH_SLAVE_TIMEOUT, which still counts as stored). It waits only while this
 broker is a master that waits for replicas (SYNC_MASTER, or controller mode),
-checked at each put, so a promotion or demotion takes effect at once.
+checked at each put, so a promotion or demotion takes effect at once. A
+controller-mode master with fewer in-sync copies than minInSyncReplicas refuses
+such a put before the append (IN_SYNC_REPLICAS_NOT_ENOUGH, nothing stored), as
+it refuses client sends.
 """
 
 from __future__ import annotations
@@ -34,12 +37,26 @@ class ReplicatedWrites:
         return getattr(self._store, name)
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
+        waits = msg.waits_for_store
+        refused = self._refusal(waits)
+        if refused is not None:
+            return refused
         result = await self._store.put_message(msg)
-        return await self._replicated(result, msg.waits_for_store)
+        return await self._replicated(result, waits)
 
     async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        refused = self._refusal(batch.wait_store)
+        if refused is not None:
+            return refused
         result = await self._store.put_messages(batch)
         return await self._replicated(result, batch.wait_store)
+
+    def _refusal(self, waits: bool) -> PutMessageResult | None:
+        """minInSyncReplicas, checked before the append as for client sends: nothing is stored."""
+        replication = self._replication()
+        if not waits or replication is None:
+            return None
+        return replication.put_refusal()
 
     async def _replicated(self, result: PutMessageResult, waits: bool) -> PutMessageResult:
         replication = self._replication()

@@ -250,7 +250,11 @@ class SendHandlers:
         store_health: WriteHealth | None = None,
         dedup: SendDeduplicator | None = None,
         may_write: Callable[[], bool] | None = None,
+        put_refusal: Callable[[], PutMessageResult | None] | None = None,
     ) -> None:
+        #: Controller mode: minInSyncReplicas, asked right before a put that waits for replicas is
+        #: appended; a refusal is the answer and nothing is stored (RocketMQ 5's CommitLog order).
+        self.put_refusal = put_refusal
         #: Controller mode (orbitmq/failover): False while this master's lease is not confirmed
         #: (fencing) or it hands its role over; sends are then answered SERVICE_NOT_AVAILABLE.
         self.may_write = may_write
@@ -445,7 +449,8 @@ class SendHandlers:
                 await gate.enter()
             try:
                 self._check_wait(started)
-                result = await self.store.put_message(msg)
+                refused = self.put_refusal() if self.put_refusal is not None and waits else None
+                result = refused or await self.store.put_message(msg)
             finally:
                 gate.leave()
         except BaseException:
@@ -619,8 +624,13 @@ class SendHandlers:
                 return await self._send_batch_once(request, batch, window, started, properties)
         async with self.gate:
             self._check_wait(started)
-            result = await self.store.put_messages(batch)
+            result = await self._put_batch(batch)
         return await self._batch_response(request, result, batch, properties)
+
+    async def _put_batch(self, batch: MessageExtBatch) -> PutMessageResult:
+        """Append a batch (inside the send gate), unless minInSyncReplicas refuses it first."""
+        refused = self.put_refusal() if self.put_refusal is not None and batch.wait_store else None
+        return refused or await self.store.put_messages(batch)
 
     async def _batch_response(
         self, request: RemotingCommand, result: PutMessageResult, batch: MessageExtBatch, properties: dict[str, str],
@@ -666,7 +676,7 @@ class SendHandlers:
         if items is None or not any(uniq for uniq, _ in items):
             async with self.gate:
                 self._check_wait(started)
-                result = await self.store.put_messages(batch)
+                result = await self._put_batch(batch)
             return await self._batch_response(request, result, batch, properties)
         claims: dict[Key, int] = {}  # id -> index of the item that claimed it
         earlier: list[Stored | None] = []
@@ -685,7 +695,7 @@ class SendHandlers:
                 batch.body = b"".join(raw for (_, raw), e in zip(items, earlier, strict=True) if e is None)
             async with self.gate:
                 self._check_wait(started)
-                result = await self.store.put_messages(batch)
+                result = await self._put_batch(batch)
             if result.is_ok:
                 stored_ms = result.append_result.store_timestamp if result.append_result is not None else 0
                 fresh = iter(stored_items(result, batch.queue_id))
