@@ -1,7 +1,7 @@
 """What a failover costs: a three-replica group (docs/failover.md), each replica on its own host.
 
     ./run bench failover [--role SYNC_MASTER] [--rounds 3] [--poll-ms 30000] [--seconds 10] [--in-flight 64]
-                         [--load 4]
+                         [--load 4] [--consumer-dies]
 
 Hosts are network namespaces on one bridge (tests/support/netns.py; needs root, iproute2 and
 etcd), so killing a host's broker is what a crashed machine looks like to the others. For each
@@ -16,6 +16,11 @@ round, under a steady load of `--load` senders (4) and one push consumer:
   SYNC_MASTER group must lose none (the run stops if it does); an ASYNC_MASTER loses the tail
   its slaves had not yet copied when the master died, and the figure is that tail;
 * the old master is restarted and rejoins as a slave before the next round.
+
+With `--consumer-dies` the consumer is stopped at the kill without committing its offsets (its
+process died too) and a new one in the same group starts once the new master takes writes: it
+resumes from the committed offsets the new master copied from the old one, so "duplicates" then
+measures how far behind the slaves' copy of the consumer offsets was.
 
 `--poll-ms` is the clients' NameServer poll (RocketMQ's default 30 s: a client learns of the new
 master at its next poll); the README quotes both the default and `--poll-ms 1000`.
@@ -36,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from orbitmq.client import Message, Producer
+from orbitmq.client import Message, Producer, PushConsumer
 from orbitmq.client.results import SendStatus
 from orbitmq.errors import OrbitMQError
 from tests.support import netns
@@ -90,8 +95,19 @@ async def _caught_up(history: History, quiet: float | None) -> None:
         await asyncio.sleep(0.1)
 
 
+async def _crash(consumer: PushConsumer) -> None:
+    """Stop a consumer as if its process died: what it consumed since its last commit is not committed."""
+
+    async def lost(*args: object, **kwargs: object) -> None:
+        return None
+
+    consumer._persist = lost  # type: ignore[method-assign]
+    await consumer.shutdown()
+
+
 async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
-                 poll: dict[str, int], lossy: bool, senders: int) -> tuple[str, float, float, int, int, int]:
+                 poll: dict[str, int], lossy: bool, senders: int,
+                 consumer_dies: bool = False) -> tuple[str, float, float, int, int, int]:
     """One SIGKILL of the master under load: (old master, first ack s, consumers s, duplicates, acked, lost)."""
     recorder = Recorder()
     history = recorder.history
@@ -103,7 +119,12 @@ async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
         old = await wait_master(cluster, GROUP, topic=topic)
         killed = time.monotonic()
         cluster.kill(old)
+        if consumer_dies:  # it restarts from the offsets the new master holds
+            await _crash(consumer)
         await _wait(lambda: load.first_ack_after(killed) is not None, 120, "a write on the new master")
+        if consumer_dies:
+            consumer = recorder.consumer(cluster.namesrv, group, topic, instance="c2", **poll)
+            await consumer.start()
         await _wait(lambda: load.acked_since(killed) >= 100, 60, "load after the failover")
         await load.stop()
         await _caught_up(history, poll["poll_name_server_interval_ms"] / 1000 + 10 if lossy else None)
@@ -118,8 +139,8 @@ async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
     return old, first_ack - killed, resumed - killed, report.duplicates, report.acked, len(report.lost)
 
 
-async def _failovers(cluster: Cluster, rounds: int, poll_ms: int,
-                     lossy: bool, senders: int) -> list[tuple[float, float, int, int, int]]:
+async def _failovers(cluster: Cluster, rounds: int, poll_ms: int, lossy: bool, senders: int,
+                     consumer_dies: bool = False) -> list[tuple[float, float, int, int, int]]:
     rows: list[tuple[float, float, int, int, int]] = []
     poll = {"poll_name_server_interval_ms": poll_ms}
     async with Producer("BenchFoPG", namesrv_addr=cluster.namesrv, send_msg_timeout_ms=3000, **poll) as producer:
@@ -129,7 +150,7 @@ async def _failovers(cluster: Cluster, rounds: int, poll_ms: int,
             await producer.create_topic("TBW102", topic, 4)
             await _healthy(cluster, topic)
             old, first, resumed, duplicates, acked, lost = await _round(
-                cluster, producer, topic, f"BenchFoCG{index}", poll, lossy, senders)
+                cluster, producer, topic, f"BenchFoCG{index}", poll, lossy, senders, consumer_dies)
             rows.append((first, resumed, duplicates, acked, lost))
             print(f"  round {index + 1}: master {old} killed; first ack {first:.2f} s, consumers {resumed:.2f} s, "
                   f"duplicates {duplicates}, acknowledged lost {lost} of {acked} acked", flush=True)
@@ -182,7 +203,8 @@ async def _main(args: argparse.Namespace) -> None:
         cluster = _group(net, Path(tmp) / "fo", args.role)
         try:
             with net.enter("client"):
-                rows = await _failovers(cluster, args.rounds, args.poll_ms, args.role == "ASYNC_MASTER", args.load)
+                rows = await _failovers(cluster, args.rounds, args.poll_ms, args.role == "ASYNC_MASTER", args.load,
+                                        args.consumer_dies)
         finally:
             cluster.close()
     firsts, resumes, dups = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
@@ -214,6 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--load", type=int, default=4, help="sends in flight during the failover rounds")
+    parser.add_argument("--consumer-dies", action="store_true",
+                        help="the consumer dies with the master (its last offsets uncommitted) and a new one "
+                             "resumes from the offsets the new master holds: duplicates measure the offset sync")
     args = parser.parse_args(argv)
     asyncio.run(_main(args))
 

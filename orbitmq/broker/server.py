@@ -36,7 +36,12 @@ from orbitmq.broker.consumers import ConsumerRegistry
 from orbitmq.broker.dedup import SendDeduplicator
 from orbitmq.broker.diskstate import DISK_FULL_REMARK, WriteHealth, is_disk_full
 from orbitmq.broker.ha import Replication
-from orbitmq.broker.ha.metasync import MetadataSync, register_delay_offset
+from orbitmq.broker.ha.metasync import (
+    CONTROLLER_SYNC_INTERVAL_MS,
+    SYNC_INTERVAL_MS,
+    MetadataSync,
+    register_delay_offset,
+)
 from orbitmq.broker.ha.writes import ReplicatedWrites
 from orbitmq.broker.handlers.admin import AdminHandlers
 from orbitmq.broker.handlers.client import ClientHandlers, GroupNotifier
@@ -533,17 +538,39 @@ class Broker:
         config = self.live.value
         metadata = None
         if config.store.broker_role is BrokerRole.SLAVE:
+            controller_mode = bool(getattr(config, "enable_controller_mode", False))
             metadata = MetadataSync(
                 topics=self.topics, groups=self.groups, offsets=self.offsets, config_dir=config.store.config_dir,
                 topics_changed=self._topics_changed, groups_changed=self._groups_changed,
                 offsets_changed=self._offsets_changed, credentials=self._own_credentials(),
                 ssl_context=self._client_ssl,
+                interval_ms=CONTROLLER_SYNC_INTERVAL_MS if controller_mode else SYNC_INTERVAL_MS,
             )
+            if controller_mode:
+                # A record of a topic this slave does not know: the master made the topic since the
+                # last round; copy its config now, not a round later (it may become master meanwhile).
+                store.add_dispatch_listener(self._unknown_topic_syncs(metadata))
         return Replication(
             config, store, metadata=metadata, server_tls=server_tls, client_ssl=self._client_ssl,
             # enableControllerMode (orbitmq/failover): the epoch-aware HA stream (docs/failover-store.md).
             controller_mode=bool(getattr(config, "enable_controller_mode", False)),
         )
+
+    def _unknown_topic_syncs(self, metadata: MetadataSync) -> Callable[[str, int, int], None]:
+        """A dispatch listener asking for a metadata round once per topic missing from the table
+        (a topic the master's table lacks too, such as an internal one, asks only once)."""
+        topics = self.topics
+        asked: set[str] = set()
+
+        def notify(topic: str, queue_id: int, max_offset: int) -> None:
+            if topic in topics or topic in asked or not metadata.master_addr:
+                return
+            if len(asked) >= 4096:
+                asked.clear()
+            asked.add(topic)
+            metadata.sync_soon()
+
+        return notify
 
     def _delay_routing(self) -> DelayRouting:
         assert self.schedule is not None and self.timers is not None

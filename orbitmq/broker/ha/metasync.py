@@ -1,4 +1,5 @@
-"""Slave metadata sync: the slave copies the master's tables every 10 s (§6.4).
+"""Slave metadata sync: the slave copies the master's tables every 10 s (§6.4), every
+second in controller mode (docs/failover.md, "Metadata").
 
 It asks the master (its remoting address, from the NameServer's register
 answer) for GET_ALL_TOPIC_CONFIG, GET_ALL_CONSUMER_OFFSET,
@@ -36,8 +37,11 @@ from orbitmq.store.paths import store_path
 
 log = logging.getLogger("orbitmq.broker.ha")
 
-#: RocketMQ's slave sync period.
+#: RocketMQ's slave sync period (4.x, and 5.x's controller mode too).
 SYNC_INTERVAL_MS = 10_000
+#: Controller mode: a slave may become master at any moment, and what it has not copied is
+#: lost to consumers (offsets: re-delivered messages) or producers (an unknown topic).
+CONTROLLER_SYNC_INTERVAL_MS = 1_000
 REQUEST_TIMEOUT_S = 3.0
 
 
@@ -91,6 +95,10 @@ class MetadataSync:
         if addr and addr != self.master_addr:
             self.master_addr = addr
             self._changed.set()
+
+    def sync_soon(self) -> None:
+        """Run a round now rather than at the next interval (a change was noticed)."""
+        self._changed.set()
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
