@@ -51,6 +51,8 @@ class GroupCommit:
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self.flushed_offset = 0
+        #: Bumped by `truncated`: an fsync that started before does not move `flushed_offset`.
+        self._generation = 0
         #: The first fsync error; once set every later wait fails at once (sticky, as a
         #: failed fsync may have dropped dirty pages we can no longer vouch for).
         self.error: OSError | None = None
@@ -80,6 +82,7 @@ class GroupCommit:
             await asyncio.sleep(0)
             while self._waiters:
                 target = self._max_offset()
+                generation = self._generation
                 try:
                     await loop.run_in_executor(self._executor, self._flush)
                 except OSError as exc:
@@ -87,6 +90,8 @@ class GroupCommit:
                     self.error = exc
                     self._resolve_all(FlushOutcome.FAILED)
                     return
+                if generation != self._generation:
+                    continue  # truncated during the fsync: `target` may lie past the cut; fsync again
                 self.flushed_offset = max(self.flushed_offset, target)
                 waiters = self._waiters
                 while waiters and waiters[0][0] <= target:
@@ -97,6 +102,20 @@ class GroupCommit:
                     self._on_flushed(target)
         finally:
             self._task = None
+
+    def truncated(self, offset: int) -> None:
+        """The CommitLog was cut back to `offset` (on the loop): the durable offset is at most
+        that, an fsync running now vouches for nothing, and puts waiting for bytes past the cut
+        are answered FAILED (their records are gone)."""
+        self._generation += 1
+        self.flushed_offset = min(self.flushed_offset, offset)
+        kept: deque[tuple[int, float, asyncio.Future[FlushOutcome]]] = deque()
+        for end, deadline, fut in self._waiters:
+            if end <= offset:
+                kept.append((end, deadline, fut))
+            elif not fut.done():
+                fut.set_result(FlushOutcome.FAILED)
+        self._waiters = kept
 
     def _expire(self) -> None:
         self._timer = None

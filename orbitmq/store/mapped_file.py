@@ -19,7 +19,10 @@ allocated; every writer checks it (or calls `reserve`) before writing, and
 Ownership: positions (`wrote_position`, `flushed_position`, `reserved`) are owned by the
 event loop. `flush()` and `create()` are blocking and run in worker threads;
 `flush()` only reads `wrote_position` (an int, read atomically under the GIL)
-and fsyncs the descriptor, never touching the mapping.
+and fsyncs the descriptor, never touching the mapping. A flush that was running
+while the positions were set back (a truncation) does not raise `flushed_position`
+afterwards: what it synced may have been cut, and the bytes written there since
+are not on disk.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import threading
 import time
 
 from orbitmq.errors import StoreError
@@ -55,12 +59,18 @@ def offset_from_name(name: str) -> int | None:
     return int(name)
 
 
+#: Guards the flushed position's update after an fsync (a worker thread) against a reset of
+#: the positions (the loop); held only for those few instructions, never across an fsync.
+_POSITIONS = threading.Lock()
+
+
 class MappedFile:
     """A store file mapped into memory with positions and a reader reference count."""
 
     __slots__ = (
         "_available",
         "_closed",
+        "_cuts",
         "_refs",
         "_shutdown_at_ms",
         "fd",
@@ -106,6 +116,8 @@ class MappedFile:
         self._available = True
         self._shutdown_at_ms = 0
         self._closed = False
+        #: How many times the positions were set (back): a flush started before a cut is stale.
+        self._cuts = 0
 
     # --- opening -------------------------------------------------------------
 
@@ -197,9 +209,11 @@ class MappedFile:
         return self.file_from_offset + self.wrote_position
 
     def set_positions(self, position: int) -> None:
-        """Declare the first `position` bytes valid and flushed (recovery)."""
-        self.wrote_position = position
-        self.flushed_position = position
+        """Declare the first `position` bytes valid and flushed (recovery, truncation)."""
+        with _POSITIONS:
+            self._cuts += 1
+            self.wrote_position = position
+            self.flushed_position = position
 
     # --- writing -------------------------------------------------------------
 
@@ -233,6 +247,7 @@ class MappedFile:
         The file's size never changes after creation, so fdatasync (which skips
         metadata such as mtime) is enough to make the data durable.
         """
+        cuts = self._cuts
         target = self.wrote_position
         if target > self.flushed_position and not self._closed:
             try:
@@ -241,7 +256,9 @@ class MappedFile:
                 if self._closed:  # deleted by cleaning meanwhile: nothing left to flush
                     return self.flushed_position
                 raise
-            self.flushed_position = max(self.flushed_position, target)
+            with _POSITIONS:
+                if self._cuts == cuts:  # else truncated meanwhile: `target` may lie past the cut
+                    self.flushed_position = max(self.flushed_position, target)
         return self.flushed_position
 
     def sync(self) -> None:

@@ -22,6 +22,7 @@ import dataclasses
 import fcntl
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Self
@@ -114,6 +115,10 @@ class DefaultMessageStore:
         )
         self._group: GroupCommit | None = None
         self._commitlog_flusher: IntervalFlush | None = None
+        #: Truncations so far; a CommitLog flush that saw another count when it started does not
+        #: move the checkpoint (`_flush_commitlog_blocking`, a worker thread).
+        self._truncations = 0
+        self._truncation_lock = threading.Lock()
         #: CommitLog offset up to which replicated records are dispatched (slaves).
         self._reput_offset = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -290,10 +295,16 @@ class DefaultMessageStore:
     # --- flushing ------------------------------------------------------------------
 
     def _flush_commitlog_blocking(self) -> None:
-        target = self.commitlog.max_offset
-        ts = self.commitlog.last_store_timestamp
+        with self._truncation_lock:  # not in the middle of a cut: `target` is before or after it
+            truncations = self._truncations
+            target = self.commitlog.max_offset
+            ts = self.commitlog.last_store_timestamp
         self.commitlog.log.flush()
-        self._on_commitlog_flushed(target, ts)
+        with self._truncation_lock:
+            # A truncation while the fsync ran: `target` may lie past the cut, and the
+            # checkpoint must not vouch for bytes written there since (power loss).
+            if truncations == self._truncations:
+                self._on_commitlog_flushed(target, ts)
 
     def _commitlog_flush_job(self) -> Callable[[], None]:
         return self._flush_commitlog_blocking
@@ -665,9 +676,19 @@ class DefaultMessageStore:
         return store_path(self.config.root_dir, "truncating")
 
     def _truncate_blocking(self, offset: int) -> None:
-        """The cut itself; idempotent, so a start after a crash can run it again."""
+        """The cut itself; idempotent, so a start after a crash can run it again.
+
+        Serialised with the CommitLog flusher's bookkeeping (`_flush_commitlog_blocking`): a flush
+        whose fsync overlaps the cut does not raise the flushed offset past it afterwards."""
+        with self._truncation_lock:
+            self._truncations += 1
+            self._truncate_locked(offset)
+
+    def _truncate_locked(self, offset: int) -> None:
         commitlog = self.commitlog
         offset = max(min(offset, commitlog.max_offset), commitlog.min_offset)
+        if self._group is not None:
+            self._group.truncated(offset)
         self.epochs.truncate_from(offset)
         if offset < commitlog.max_offset:
             log.warning("truncating the CommitLog from %d to %d", commitlog.max_offset, offset)
@@ -693,8 +714,6 @@ class DefaultMessageStore:
             self._held_wakeups.pop()
         if self.visible_end is not None:
             self.visible_end = min(self.visible_end, offset)
-        if self._group is not None:
-            self._group.flushed_offset = min(self._group.flushed_offset, offset)
         checkpoint = self.checkpoint
         if checkpoint is not None:
             checkpoint.physic_flushed_offset = min(checkpoint.physic_flushed_offset, offset)
