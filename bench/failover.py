@@ -111,11 +111,17 @@ async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
     """One SIGKILL of the master under load: (old master, first ack s, consumers s, duplicates, acked, lost)."""
     recorder = Recorder()
     history = recorder.history
-    consumer = recorder.consumer(cluster.namesrv, group, topic, **poll)
+    options: dict[str, int] = dict(poll)
+    if consumer_dies:  # commits every second; the first commit comes 10 s after the start
+        options["persist_consumer_offset_interval_ms"] = 1000
+    consumer = recorder.consumer(cluster.namesrv, group, topic, **options)
     await consumer.start()
+    started = time.monotonic()
     load = Load(recorder, producer, topic, in_flight=senders)
     try:
         await _wait(lambda: load.acked_since(0) >= 100, 60, "load before the kill")
+        if consumer_dies:  # past the consumer's first commits, so there are offsets to copy
+            await _wait(lambda: time.monotonic() - started >= 15, 60, "15 s of consumption")
         old = await wait_master(cluster, GROUP, topic=topic)
         killed = time.monotonic()
         cluster.kill(old)
@@ -123,7 +129,7 @@ async def _round(cluster: Cluster, producer: Producer, topic: str, group: str,
             await _crash(consumer)
         await _wait(lambda: load.first_ack_after(killed) is not None, 120, "a write on the new master")
         if consumer_dies:
-            consumer = recorder.consumer(cluster.namesrv, group, topic, instance="c2", **poll)
+            consumer = recorder.consumer(cluster.namesrv, group, topic, instance="c2", **options)
             await consumer.start()
         await _wait(lambda: load.acked_since(killed) >= 100, 60, "load after the failover")
         await load.stop()
