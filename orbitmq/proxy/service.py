@@ -89,6 +89,9 @@ class Renewal:
     handle: ReceiptHandle
     started: float
     count: int = 0
+    #: Set while a renewal's CHANGE_MESSAGE_INVISIBLETIME is in flight: an ack or change arriving then
+    #: waits for it, since the broker has already moved the message to the handle it will answer.
+    inflight: asyncio.Future[None] | None = None
 
 
 def status(code: int, message: str) -> pb.Status:
@@ -629,7 +632,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
 
             async def ack(entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
                 try:
-                    handle = self._latest_handle(md, group, entry.message_id, entry.receipt_handle)
+                    handle = await self._latest_handle(md, group, entry.message_id, entry.receipt_handle)
                     await self._handle_call(md, group, topic, handle, ACK_MESSAGE)
                     st = _OK
                 except Exception as exc:  # noqa: BLE001
@@ -655,7 +658,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             invisible = _ms(request.invisible_duration)
             if not 0 <= invisible <= MAX_INVISIBLE_MS:
                 raise GrpcStatusError(pb.ILLEGAL_INVISIBLE_TIME, "the invisible duration must be between 0 and 12 h")
-            current = self._latest_handle(md, real(request.group), request.message_id, request.receipt_handle)
+            current = await self._latest_handle(
+                md, real(request.group), request.message_id, request.receipt_handle
+            )
             handle, resp = await self._handle_call(
                 md, real(request.group), real(request.topic), current, CHANGE_MESSAGE_INVISIBLETIME,
                 {"invisibleTime": str(invisible)},
@@ -665,11 +670,16 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         except Exception as exc:  # noqa: BLE001
             return spb.ChangeInvisibleDurationResponse(status=_error_status(exc), receipt_handle=request.receipt_handle)
 
-    def _latest_handle(self, md: Metadata, group: str, message_id: str, given: str) -> str:
+    async def _latest_handle(self, md: Metadata, group: str, message_id: str, given: str) -> str:
         """The handle to use for a client's ack or change: the proxy's newest one when it renews the message
-        (the client still holds the first), and renewal stops there."""
+        (the client still holds the first), and renewal stops there. A renewal in flight is waited for:
+        acking the handle it is replacing would leave the broker's new checkpoint to revive the message."""
         renewal = self.renewals.pop((md.client_id, group, message_id), None)
-        return given if renewal is None else renewal.handle.encode()
+        if renewal is None:
+            return given
+        if renewal.inflight is not None:
+            await asyncio.shield(renewal.inflight)
+        return renewal.handle.encode()
 
     async def renew_due(self) -> int:
         """Renew the auto-renewed handles that fall due soon (CHANGE_MESSAGE_INVISIBLETIME); the count renewed."""
@@ -683,6 +693,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                     self.clients.clients:
                 self.renewals.pop(key, None)  # left to expire and come back
                 continue
+            inflight = renewal.inflight = asyncio.get_running_loop().create_future()
             try:
                 handle, resp = await self._handle_call(
                     renewal.md, key[1], renewal.topic, renewal.handle.encode(), CHANGE_MESSAGE_INVISIBLETIME,
@@ -690,11 +701,15 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             except Exception as exc:  # noqa: BLE001 - one failed renewal must not stop the others
                 log.info("cannot renew message %s of %s: %s", key[2], key[1], _error_status(exc).message)
                 self.renewals.pop(key, None)
-                continue
-            if self.renewals.get(key) is renewal:  # not acked meanwhile
+            else:
+                # Also when acked meanwhile: that ack waits to use this handle.
                 renewal.handle = self._changed_handle(handle, resp, self.auto_renew_ms)
-                renewal.count += 1
-                renewed += 1
+                if self.renewals.get(key) is renewal:
+                    renewal.count += 1
+                    renewed += 1
+            finally:
+                renewal.inflight = None
+                inflight.set_result(None)
         return renewed
 
     @staticmethod

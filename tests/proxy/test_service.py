@@ -419,6 +419,83 @@ async def test_auto_renew_keeps_a_message_hidden_and_the_first_handle_still_acks
         await proxy.close()
 
 
+async def test_an_ack_arriving_while_a_renewal_is_in_flight_acks_the_renewed_handle(front: Front) -> None:
+    """The broker moves the message to a new checkpoint as soon as it handles the renewal; an ack that
+    used the handle being replaced left that checkpoint to bring the acked message back."""
+    import asyncio
+
+    from orbitmq.proxy import service as service_module
+    from orbitmq.proxy.server import GrpcProxy
+
+    proxy = GrpcProxy([front.namesrv], "127.0.0.1", 0)
+    proxy.renew_scan_seconds = 3600.0  # renewals run only when the test calls renew_due
+    await proxy.start()
+    assert proxy.service is not None
+    service = proxy.service
+    service.auto_renew_ms, service.renew_window_ms = 10_000, 20_000  # every renewal is due at once
+    answered = asyncio.Event()
+    release = asyncio.Event()
+    real_call = service._handle_call
+
+    async def slow_change(*args: Any, **kwargs: Any) -> Any:
+        result = await real_call(*args, **kwargs)
+        if args[4] == service_module.CHANGE_MESSAGE_INVISIBLETIME:
+            answered.set()  # the broker has renewed; the proxy has not seen the answer yet
+            await release.wait()
+        return result
+
+    service._handle_call = slow_change  # type: ignore[method-assign]
+    try:
+        topic = await topic_of(front)
+        group = unique_names("gr")[2]
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
+            own = sgrpc.MessagingServiceStub(channel)
+            hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
+            hb.group.name = group
+            assert (await own.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+
+            async def receive(auto: bool) -> list[pb.Message]:
+                req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
+                req.group.name = group
+                req.message_queue.topic.name = topic
+                req.filter_expression.expression = "*"
+                if not auto:
+                    req.invisible_duration.FromSeconds(10)
+                req.long_polling_timeout.FromSeconds(1)
+                items = [x async for x in own.ReceiveMessage(req, metadata=md(), timeout=20)]
+                return [i.message for i in items if i.HasField("message")]
+
+            assert await receive(True) == []  # the group joins
+            assert (await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"raced")]),
+                                          metadata=md(), timeout=10)).status.code == pb.OK
+            got: list[pb.Message] = []
+            deadline = time.monotonic() + 20
+            while not got and time.monotonic() < deadline:
+                got = await receive(True)
+            first = got[0].system_properties
+            renewing = asyncio.create_task(service.renew_due())
+            await asyncio.wait_for(answered.wait(), 10)
+            ack = spb.AckMessageRequest(entries=[spb.AckMessageEntry(message_id=first.message_id,
+                                                                     receipt_handle=first.receipt_handle)])
+            ack.group.name = group
+            ack.topic.name = topic
+            acking = asyncio.ensure_future(own.AckMessage(ack, metadata=md(), timeout=10))
+            deadline = time.monotonic() + 10
+            while service.renewals and time.monotonic() < deadline:  # the ack has reached the proxy
+                await asyncio.sleep(0.01)
+            assert not service.renewals
+            release.set()
+            assert await asyncio.wait_for(renewing, 10) == 0  # acked meanwhile: not counted as renewed
+            assert (await acking).status.code == pb.OK
+            assert not service.renewals
+            # The renewed checkpoint was acked: after its 10 s invisible time the message stays gone.
+            end = time.monotonic() + 12
+            while time.monotonic() < end:
+                assert await receive(False) == []
+    finally:
+        await proxy.close()
+
+
 async def test_a_namespace_prefixes_topics_and_groups(front: Front, stub: sgrpc.MessagingServiceStub) -> None:
     """Resources with a namespace are RocketMQ's `namespace%name` on the brokers, and come back split."""
     topic, pg, group = unique_names("gf")

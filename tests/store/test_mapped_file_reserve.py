@@ -180,9 +180,11 @@ async def test_an_idle_commit_log_holds_one_step_of_disk_not_its_whole_file(tmp_
     size = 16 * COMMIT_LOG_RESERVE_STEP
     async with DefaultMessageStore(small_config(tmp_path, mapped_file_size_commit_log=size)) as store:
         assert (await store.put_message(message())).is_ok
-        files = list((tmp_path / "commitlog").iterdir())
-        assert [f.stat().st_size for f in files] == [size]
-        assert allocated(files[0]) <= COMMIT_LOG_RESERVE_STEP
+        first = tmp_path / "commitlog" / mapped_file.file_name_for(0)
+        assert first.stat().st_size == size
+        # The next file may be under construction ahead of need: it holds no more than one step either.
+        for f in (tmp_path / "commitlog").iterdir():
+            assert allocated(f) <= COMMIT_LOG_RESERVE_STEP
 
 
 async def test_the_commit_log_reserves_ahead_of_its_appends_and_across_files(
