@@ -44,7 +44,8 @@ ROCKETMQ_COMMANDS: tuple[MqadminCommand, ...] = (
        note="-a takes RocketMQ 5's attribute form"),
     _c("deleteTopic", "DeleteTopicSubCommand", "GET_BROKER_CLUSTER_INFO DELETE_TOPIC_IN_BROKER DELETE_TOPIC_IN_NAMESRV"),
     _c("updateSubGroup", "UpdateSubGroupSubCommand", "GET_BROKER_CLUSTER_INFO UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
-       note="-o is RocketMQ 5's consumeMessageOrderly (FIFO for RocketMQ 5 clients)"),
+       note="-o, -p and --attributes are RocketMQ 5's: consumeMessageOrderly (FIFO for RocketMQ 5 clients), "
+            "groupRetryPolicy (their retry delays), attribute changes"),
     _c("deleteSubGroup", "DeleteSubscriptionGroupCommand", "GET_BROKER_CLUSTER_INFO DELETE_SUBSCRIPTIONGROUP"),
     _c("updateBrokerConfig", "UpdateBrokerConfigSubCommand", "GET_BROKER_CLUSTER_INFO UPDATE_BROKER_CONFIG"),
     _c("updateTopicPerm", "UpdateTopicPermSubCommand", "GET_ROUTEINFO_BY_TOPIC UPDATE_AND_CREATE_TOPIC",

@@ -323,12 +323,39 @@ def test_older_commands_print_rocketmq_lines(dev: DevServer, topic: str) -> None
 
 def test_get_consumer_config_prints_the_bean_fields(dev: DevServer) -> None:
     """GetConsumerConfigSubCommand: `=====cluster:broker=====` then `%-40s=  %s` per declared field."""
-    out = ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_fmt", "-r", "7", "-o", "true")
+    policy = '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":60000,"multiplier":3}}'
+    out = ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_fmt", "-r", "7", "-o", "true", "-p", policy)
     assert "consumeMessageOrderly=true" in out
+    shown = "GroupRetryPolicy{type=EXPONENTIAL, exponentialRetryPolicy=ExponentialRetryPolicy{initial=1000, " \
+            "max=60000, multiplier=3}, customizedRetryPolicy=null}"
+    assert f"groupRetryPolicy={shown}" in out
     lines = ok(dev, "getConsumerConfig", "-g", "CG_cfg_fmt").splitlines()
     assert lines[0] == f"=============================DefaultCluster:{dev.broker_name}============================="
     assert lines[1:] == [f"{k:<40}=  {v}" for k, v in (
         ("groupName", "CG_cfg_fmt"), ("consumeEnable", "true"), ("consumeFromMinEnable", "true"),
         ("consumeBroadcastEnable", "true"), ("consumeMessageOrderly", "true"), ("retryQueueNums", "1"),
-        ("retryMaxTimes", "7"), ("brokerId", "0"), ("whichBrokerWhenConsumeSlowly", "1"),
+        ("retryMaxTimes", "7"), ("groupRetryPolicy", shown), ("brokerId", "0"), ("whichBrokerWhenConsumeSlowly", "1"),
         ("notifyConsumerIdsChangedEnable", "true"))]
+
+
+def test_update_sub_group_retry_policy_and_attribute_changes(dev: DevServer) -> None:
+    """RocketMQ 5's updateSubGroup -p (groupRetryPolicy JSON) and --attributes (+name=value,-name changes applied
+    to the group's current attributes); a malformed policy is refused before anything is sent."""
+    custom = '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[2000,4000]}}'
+    ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_policy", "-p", custom,
+       "--attributes", "+orbitmq.expired.policy=DLQ")
+    config = json.loads(ok(dev, "getConsumerConfig", "-g", "CG_cfg_policy", "--json"))
+    (mine,) = config.values()
+    assert mine["groupRetryPolicy"] == {"customizedRetryPolicy": {"next": [2000, 4000]}, "type": "CUSTOMIZED"}
+    assert mine["attributes"] == {"orbitmq.expired.policy": "DLQ"}
+    ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_policy", "-r", "3")  # no --attributes: kept
+    (mine,) = json.loads(ok(dev, "getConsumerConfig", "-g", "CG_cfg_policy", "--json")).values()
+    assert mine["attributes"] == {"orbitmq.expired.policy": "DLQ"} and mine["groupRetryPolicy"] == {"type": "CUSTOMIZED"}
+    ok(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_policy", "--attributes", "-orbitmq.expired.policy")
+    (mine,) = json.loads(ok(dev, "getConsumerConfig", "-g", "CG_cfg_policy", "--json")).values()
+    assert "attributes" not in mine
+    for bad in ('{"type":"LINEAR"}', '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[]}}', "{nope"):
+        code, _, err = admin(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_policy", "-p", bad)
+        assert code != 0 and "groupRetryPolicy" in err, err
+    code, _, err = admin(dev, "updateSubGroup", "-b", dev.broker, "-g", "CG_cfg_policy", "--attributes", "a=1")
+    assert code != 0 and "attribute format is wrong" in err, err

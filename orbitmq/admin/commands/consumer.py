@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import click
+import orjson
 
 from orbitmq.admin import running_text, wire
 from orbitmq.admin.api import AdminClient
@@ -20,6 +21,7 @@ from orbitmq.admin.versions import version_desc
 from orbitmq.client.queue import MessageQueue
 from orbitmq.client.validation import check_group
 from orbitmq.common import names
+from orbitmq.common.retry_policy import GroupRetryPolicy
 from orbitmq.errors import BrokerError, ClientError, MessageValidationError, OrbitMQError, TopicNotExist
 
 
@@ -187,26 +189,48 @@ def consumer_progress(
               help="RocketMQ 5 clients consume the group in order (FIFO).")
 @click.option("-q", "--retryQueueNums", "retry_queues", type=click.IntRange(0, 1024), default=1, show_default=True)
 @click.option("-r", "--retryMaxTimes", "retry_max", type=click.IntRange(-1, 1000), default=16, show_default=True)
+@click.option("-p", "--groupRetryPolicy", "retry_policy",
+              help="RocketMQ 5's retry policy of RocketMQ 5 clients, as JSON, delays in ms: "
+                   '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"max":7200000,"multiplier":2}} or '
+                   '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000,10000]}} '
+                   "(default: CUSTOMIZED, 1s 5s 10s 30s 1m … 2h).")
 @click.option("-i", "--brokerId", "broker_id", type=click.IntRange(0), default=0, show_default=True,
               help="Broker id to consume from.")
 @click.option("-w", "--whichBrokerWhenConsumeSlowly", "slow_broker", type=click.IntRange(0), default=1,
               show_default=True)
 @click.option("-a", "--notifyConsumerIdsChanged", "notify", type=click.BOOL, default=True, show_default=True)
+@click.option("--attributes", "attributes", help="Attribute changes, RocketMQ 5's form: +name=value,-name "
+              "(applied to the group's current attributes).")
 @namesrv_option
 @timeout_option
 def update_sub_group(
     group: str, broker_addr: str | None, cluster: str | None, consume_enable: bool, from_min: bool,
-    broadcast: bool, orderly: bool, retry_queues: int, retry_max: int, broker_id: int, slow_broker: int, notify: bool,
-    namesrv: str | None, timeout: float,
+    broadcast: bool, orderly: bool, retry_queues: int, retry_max: int, retry_policy: str | None, broker_id: int,
+    slow_broker: int, notify: bool, attributes: str | None, namesrv: str | None, timeout: float,
 ) -> None:
     """Create a subscription group or update its settings."""
     validated_group(group)
     if not broker_addr and not cluster:
         raise click.UsageError("give -b brokerAddr or -c clusterName (-b wins when both are given, as in RocketMQ)")
+    policy = GroupRetryPolicy()
+    if retry_policy is not None:
+        try:
+            policy = GroupRetryPolicy.from_json(orjson.loads(retry_policy.strip()))
+        except orjson.JSONDecodeError:
+            raise click.BadParameter("not JSON", param_hint="'-p' / '--groupRetryPolicy'") from None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'-p' / '--groupRetryPolicy'") from None
+    changes: tuple[tuple[str, str], ...] = ()
+    if attributes is not None:
+        try:
+            changes = attribute_changes(attributes)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--attributes'") from None
     config = SubscriptionGroupConfig(
         group, consume_enable=consume_enable, consume_from_min_enable=from_min, consume_broadcast_enable=broadcast,
         consume_message_orderly=orderly, retry_queue_nums=retry_queues, retry_max_times=retry_max,
-        broker_id=broker_id, which_broker_when_consume_slowly=slow_broker, notify_consumer_ids_changed_enable=notify,
+        group_retry_policy=policy, broker_id=broker_id, which_broker_when_consume_slowly=slow_broker,
+        notify_consumer_ids_changed_enable=notify, attributes=changes,
     )
 
     async def action(admin: AdminClient) -> None:
@@ -218,10 +242,29 @@ def update_sub_group(
         for addr in addrs:
             await admin.create_subscription_group(addr, config)
             click.echo(f"create subscription group to {addr} success.")
-        fields = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in config.to_json().items())
+        shown = {**config.to_json(), "groupRetryPolicy": config.group_retry_policy.describe()}
+        fields = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in shown.items())
         click.echo(f"SubscriptionGroupConfig [{fields}]")
 
     run_admin(namesrv, timeout, action)
+
+
+def attribute_changes(spec: str) -> tuple[tuple[str, str], ...]:
+    """RocketMQ 5's AttributeParser: "+a=1,-b" as the request's map {"+a": "1", "-b": ""}; ValueError when malformed."""
+    out: dict[str, str] = {}
+    for item in spec.strip().split(","):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            if not key.startswith("+") or len(key) < 2:
+                raise ValueError(f"add/alter attribute format is wrong: {key!r}")
+        else:
+            key, value = item, ""
+            if not key.startswith("-") or len(key) < 2:
+                raise ValueError(f"delete attribute format is wrong: {key!r}")
+        if key in out:
+            raise ValueError(f"key duplication: {key}")
+        out[key] = value
+    return tuple(sorted(out.items()))
 
 
 @click.command("deleteSubGroup")
@@ -255,10 +298,10 @@ def delete_sub_group(
 
 
 #: SubscriptionGroupConfig's fields OrbitMQ keeps, in RocketMQ 5's declaration order (what getConsumerConfig
-#: prints; 4.9 has all but consumeMessageOrderly).
+#: prints; 4.9 has all but consumeMessageOrderly and groupRetryPolicy).
 SUBSCRIPTION_GROUP_FIELDS = (
     "groupName", "consumeEnable", "consumeFromMinEnable", "consumeBroadcastEnable", "consumeMessageOrderly",
-    "retryQueueNums", "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly", "notifyConsumerIdsChangedEnable",
+    "retryQueueNums", "retryMaxTimes", "groupRetryPolicy", "brokerId", "whichBrokerWhenConsumeSlowly", "notifyConsumerIdsChangedEnable",
 )
 
 
@@ -287,8 +330,9 @@ def get_consumer_config(group: str, as_json: bool, namesrv: str | None, timeout:
             found[f"{name} {addr}"] = fields
             # GetConsumerConfigSubCommand: a heading per broker, the bean's fields in declaration order.
             lines.append(jformat("=============================%s:%s=============================\n", cluster, name))
+            shown = {**fields, "groupRetryPolicy": config.group_retry_policy.describe()}
             for key in SUBSCRIPTION_GROUP_FIELDS:
-                value = fields.get(key)
+                value = shown.get(key)
                 text = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
                 lines.append(jformat("%s%-40s=  %s\n", "", key, text))
         if not found:

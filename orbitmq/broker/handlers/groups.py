@@ -9,6 +9,7 @@ CLONE_GROUP_OFFSET (mqadmin cloneGroupOffset).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -34,7 +35,9 @@ from orbitmq.broker.subscriptions import SubscriptionGroupConfig, SubscriptionGr
 from orbitmq.broker.topics import TopicTable
 from orbitmq.common import jsonbody
 from orbitmq.common.consume_stats import ConsumeStats, OffsetWrapper
+from orbitmq.common.jsonfields import JsonFieldError
 from orbitmq.common.queue import MessageQueue
+from orbitmq.common.subscription_group import alter_attributes
 from orbitmq.errors import ConnectError, RequestTimeout, SystemError_
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import LanguageCode, RemotingCommand
@@ -98,9 +101,14 @@ class GroupHandlers:
         for key in ("retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly"):
             integer_in(data, key, what)
         try:
-            config = SubscriptionGroupConfig.from_json(data)
+            config = SubscriptionGroupConfig.from_json({**data, "attributes": None})
+            current = self.groups.get(config.group_name)
+            attributes = alter_attributes(current.attributes if current else (), data.get("attributes"))
+        except JsonFieldError as exc:
+            raise SystemError_(f"bad SubscriptionGroupConfig of group {raw_name}: {exc}") from None
         except (ValueError, TypeError, AttributeError):
             raise SystemError_(f"bad SubscriptionGroupConfig of group {raw_name}") from None
+        config = dataclasses.replace(config, attributes=attributes)
         policy = config.attribute(EXPIRED_POLICY_ATTRIBUTE)
         if policy not in (None, POLICY_DROP, POLICY_DLQ):
             raise SystemError_(f"attribute {EXPIRED_POLICY_ATTRIBUTE}={policy!r} must be {POLICY_DROP} or {POLICY_DLQ}")
