@@ -140,8 +140,11 @@ class GroupRetryPolicy:
             raise JsonFieldError(f"groupRetryPolicy.type must be {' or '.join(TYPES)}: {kind!r}")
         exp = obj.get("exponentialRetryPolicy")
         cust = obj.get("customizedRetryPolicy")
-        return cls(kind, None if exp is None else ExponentialRetryPolicy.from_json(exp),
-                   None if cust is None else CustomizedRetryPolicy.from_json(cust))
+        try:
+            return cls(kind, None if exp is None else ExponentialRetryPolicy.from_json(exp),
+                       None if cust is None else CustomizedRetryPolicy.from_json(cust))
+        except JsonFieldError as exc:
+            raise JsonFieldError(f"groupRetryPolicy.{exc}") from None
 
 
 DEFAULT_GROUP_RETRY_POLICY = GroupRetryPolicy()

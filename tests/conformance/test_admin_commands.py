@@ -144,6 +144,29 @@ def test_a_rocketmq5_subscription_group_body_keeps_consume_message_orderly(dev: 
     assert bad.code == 1 and "CG_conf_bad" in (bad.remark or "") and "CG_conf_bad" not in listed
 
 
+def test_a_rocketmq5_group_retry_policy_is_kept_and_a_bad_one_refused(dev: DevServer) -> None:
+    """RocketMQ 5's groupRetryPolicy (mqadmin updateSubGroup -p) is kept in its JSON form; a 4.x body lists
+    the default {"type":"CUSTOMIZED"}; a policy RocketMQ could not use is refused with SYSTEM_ERROR naming
+    the group, and the group's earlier config stays."""
+    exp = {"type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": 1000, "max": 60000, "multiplier": 3}}
+    body = {"groupName": "CG_conf_policy", "retryMaxTimes": 4, "groupRetryPolicy": exp}
+    with Conn(dev.broker) as broker:
+        assert broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps(body).encode()).code == 0
+        v4 = {"groupName": "CG_conf_policy4", "retryMaxTimes": 16}
+        assert broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, json.dumps(v4).encode()).code == 0
+        refused = [broker.java(UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None,
+                               json.dumps({**body, "groupRetryPolicy": bad}).encode())
+                   for bad in ({"type": "LINEAR"}, {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": []}},
+                               {"type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": -5}})]
+        listed = fastjson_loads(broker.java(GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body)["subscriptionGroupTable"]
+        for name in ("CG_conf_policy", "CG_conf_policy4"):
+            broker.java(DELETE_SUBSCRIPTIONGROUP, {"groupName": name, "removeOffset": "true"})
+    assert listed["CG_conf_policy"]["groupRetryPolicy"] == exp and listed["CG_conf_policy"]["retryMaxTimes"] == 4
+    assert listed["CG_conf_policy4"]["groupRetryPolicy"] == {"type": "CUSTOMIZED"}
+    for bad in refused:
+        assert bad.code == 1 and "CG_conf_policy" in (bad.remark or "") and "groupRetryPolicy" in (bad.remark or "")
+
+
 def test_topic_tables_for_export_metadata(dev: DevServer) -> None:
     """getUserTopicConfig: TopicConfigSerializeWrapper minus GET_SYSTEM_TOPIC_LIST_FROM_BROKER's topics."""
     with Conn(dev.broker) as broker:
