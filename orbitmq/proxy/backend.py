@@ -13,12 +13,13 @@ import logging
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orbitmq.client.api import MQClientAPI
 from orbitmq.common import jsonbody
 from orbitmq.common.route import TopicRouteData
+from orbitmq.common.subscription_group import SubscriptionGroupConfig
 from orbitmq.errors import BrokerError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
@@ -35,11 +36,13 @@ CALLER: ContextVar[AclCredentials | None] = ContextVar("orbitmq_proxy_caller", d
 
 @dataclass(frozen=True, slots=True)
 class BrokerMeta:
-    """What the proxy needs of a broker's tables: topic attributes and orderly groups."""
+    """What the proxy needs of a broker's tables: topic attributes, orderly groups and group configs
+    (retryMaxTimes and groupRetryPolicy make a consumer's Settings)."""
 
     topic_attributes: Mapping[str, Mapping[str, str]]
     orderly_groups: frozenset[str]
     groups: frozenset[str]
+    group_configs: Mapping[str, SubscriptionGroupConfig] = field(default_factory=dict)
 
 
 class Backend:
@@ -118,6 +121,7 @@ class Backend:
         attributes: dict[str, dict[str, str]] = {}
         orderly: set[str] = set()
         groups: set[str] = set()
+        configs: dict[str, SubscriptionGroupConfig] = {}
         try:
             resp = await api.invoke(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
             topics_read = resp.code == ResponseCode.SUCCESS
@@ -135,9 +139,13 @@ class Backend:
                     groups.add(str(name))
                     if isinstance(gc, dict) and gc.get("consumeMessageOrderly"):
                         orderly.add(str(name))
+                    try:
+                        configs[str(name)] = SubscriptionGroupConfig.from_json({"groupName": str(name), **gc})
+                    except (ValueError, TypeError):
+                        log.warning("broker %s lists an unreadable config of group %s", addr, name)
         except (OrbitMQError, ValueError, AttributeError) as exc:
             log.warning("cannot read the topic and group tables of %s: %s", addr, exc)
-        return BrokerMeta(attributes, frozenset(orderly), frozenset(groups)), complete
+        return BrokerMeta(attributes, frozenset(orderly), frozenset(groups), configs), complete
 
     def forget(self, topic: str) -> None:
         self._routes.pop(topic, None)

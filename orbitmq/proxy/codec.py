@@ -22,6 +22,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from orbitmq.common import names, topic_config
 from orbitmq.common import properties as mc
 from orbitmq.common.message import MessageExt
+from orbitmq.common.retry_policy import CustomizedRetryPolicy
+from orbitmq.common.subscription_group import SubscriptionGroupConfig
 from orbitmq.common.sysflag import TRANSACTION_PREPARED_TYPE
 from orbitmq.proxy.pb import definition_pb2 as pb
 
@@ -43,6 +45,24 @@ _SYSTEM_NAMES = mc.RESERVED_NAMES | _MORE_RESERVED | {
 ALL_TYPES = (pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION)
 _TYPE_BY_NAME = {"NORMAL": (pb.NORMAL,), "FIFO": (pb.FIFO,), "DELAY": (pb.DELAY,),
                  "TRANSACTION": (pb.TRANSACTION,), "MIXED": ALL_TYPES}
+
+
+def set_backoff(policy: pb.RetryPolicy, group: SubscriptionGroupConfig) -> None:
+    """A consumer's Settings backoff from its group, as RocketMQ 5's proxy makes it: max_attempts is
+    retryMaxTimes + 1; the group's retry policy becomes a customized backoff (its delays, in order) or an
+    exponential one (initial, max, multiplier)."""
+    policy.max_attempts = group.max_delivery_attempts
+    chosen = group.group_retry_policy.policy
+    if isinstance(chosen, CustomizedRetryPolicy):
+        nexts = policy.customized_backoff.next
+        del nexts[:]
+        for ms in chosen.next_ms:
+            nexts.add().FromMilliseconds(ms)
+    else:
+        eb = policy.exponential_backoff
+        eb.initial.FromMilliseconds(chosen.initial_ms)
+        eb.max.FromMilliseconds(chosen.max_ms)
+        eb.multiplier = float(chosen.multiplier)
 
 
 def real(resource: pb.Resource) -> str:

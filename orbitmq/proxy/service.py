@@ -34,6 +34,7 @@ from orbitmq.common.msgid import parse_offset_msg_id
 from orbitmq.common.recall import ILLEGAL_OPERATION, parse_recall_handle
 from orbitmq.common.record import iter_records
 from orbitmq.common.route import TopicRouteData
+from orbitmq.common.subscription_group import SubscriptionGroupConfig
 from orbitmq.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from orbitmq.errors import BrokerError, CorruptRecord, OrbitMQError, RemotingError
 from orbitmq.proxy import codec
@@ -72,8 +73,6 @@ AUTO_RENEW_INVISIBLE_MS = 60_000
 #: Auto-renewed handles due within this window are renewed; renewal stops after MAX_RENEW_MS.
 RENEW_WINDOW_MS = 10_000
 MAX_RENEW_MS = 3 * 3600_000
-#: Retry policy handed to consumers (and used to send exhausted messages to the DLQ).
-MAX_DELIVERY_ATTEMPTS = 17
 #: Producers' attempts (the settings' exponential backoff).
 SEND_ATTEMPTS = 3
 
@@ -92,6 +91,8 @@ class Renewal:
     #: Set while a renewal's CHANGE_MESSAGE_INVISIBLETIME is in flight: an ack or change arriving then
     #: waits for it, since the broker has already moved the message to the handle it will answer.
     inflight: asyncio.Future[None] | None = None
+    #: The message's reconsume times when received (its group's retry policy gives the delay when renewal stops).
+    reconsume_times: int = 0
 
 
 def status(code: int, message: str) -> pb.Status:
@@ -160,6 +161,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         #: Invisible time of a receive with auto_renew and no duration; renewed while within `renew_window_ms`.
         self.auto_renew_ms = AUTO_RENEW_INVISIBLE_MS
         self.renew_window_ms = RENEW_WINDOW_MS
+        self.max_renew_ms = MAX_RENEW_MS
         #: (client id, group, message id) -> the newest handle of a message the proxy keeps invisible.
         self.renewals: dict[tuple[str, str, str], Renewal] = {}
 
@@ -218,6 +220,25 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         what may be sent to it: a FIFO topic read by another group is consumed concurrently, and an
         orderly group reads any topic in queue order."""
         return group in (await self.backend.meta(addr)).orderly_groups
+
+    async def _group_config(self, addr: str, group: str) -> SubscriptionGroupConfig:
+        """The group's SubscriptionGroupConfig on a broker (its defaults when the broker has none yet, as
+        RocketMQ 5's proxy starts a consumer's settings from a default config)."""
+        found = (await self.backend.meta(addr)).group_configs.get(group)
+        return found if found is not None else SubscriptionGroupConfig(group)
+
+    async def _subscribed_group_config(self, settings: pb.Settings, group: str) -> SubscriptionGroupConfig:
+        """The group's config on the first broker (by name) serving a subscribed topic that has it."""
+        for entry in settings.subscription.subscriptions:
+            try:
+                route = await self.backend.route(real(entry.topic))
+            except OrbitMQError:
+                continue
+            for _, addr in sorted(self._masters(route).items()):
+                found = (await self.backend.meta(addr)).group_configs.get(group)
+                if found is not None:
+                    return found
+        return SubscriptionGroupConfig(group)
 
     # --- route and assignment ----------------------------------------------------------------
 
@@ -389,12 +410,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             sub.long_polling_timeout.FromMilliseconds(min(MAX_POLL_MS, max(MIN_POLL_MS, polling)))
             sub.lite_subscription_quota = 0
             sub.max_lite_topic_size = 64
-            reply.backoff_policy.max_attempts = MAX_DELIVERY_ATTEMPTS
-            nexts = reply.backoff_policy.customized_backoff.next
-            del nexts[:]
-            for seconds in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200):
-                d = nexts.add()
-                d.seconds = seconds
+            codec.set_backoff(reply.backoff_policy, await self._subscribed_group_config(settings, group))
         return reply
 
     # --- sending -----------------------------------------------------------------------------
@@ -554,6 +570,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             }
             if request.HasField("attempt_id"):
                 fields["attemptId"] = request.attempt_id
+            max_attempts = (await self._group_config(addr, group)).max_delivery_attempts
             client = self.clients.get(md.client_id)
             if client is not None and client.group is None:
                 client.group = group
@@ -581,9 +598,9 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             return
         yield spb.ReceiveMessageResponse(status=_OK)
         for msg, handle in zip(msgs, handles, strict=True):
-            if msg.reconsume_times + 1 > MAX_DELIVERY_ATTEMPTS:
+            if msg.reconsume_times >= max_attempts:  # as RocketMQ 5's PopMessageResultFilterImpl
                 try:
-                    await self._to_dlq(md, group, topic, handle, msg.msg_id or "", MAX_DELIVERY_ATTEMPTS)
+                    await self._to_dlq(md, group, topic, handle, msg.msg_id or "", max_attempts)
                 except Exception as exc:  # noqa: BLE001
                     log.warning("cannot move message %s of %s to the DLQ: %s", msg.msg_id, group, exc)
                 continue
@@ -592,7 +609,7 @@ class MessagingService(sgrpc.MessagingServiceServicer):
                                 receipt_handle=handle.encode(), invisible_ms=handle.invisible_time)
             if renew:
                 key = (md.client_id, group, out.system_properties.message_id)
-                self.renewals[key] = Renewal(md, topic, handle, time.monotonic())
+                self.renewals[key] = Renewal(md, topic, handle, time.monotonic(), reconsume_times=msg.reconsume_times)
             yield spb.ReceiveMessageResponse(message=out)
         ts = Timestamp()
         ts.GetCurrentTime()
@@ -689,24 +706,34 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             if renewal.handle.next_visible_time - now_ms > self.renew_window_ms:
                 continue
             CALLER.set(self.auth.credentials(renewal.md))
-            if (time.monotonic() - renewal.started) * 1000 > MAX_RENEW_MS or renewal.md.client_id not in \
-                    self.clients.clients:
+            if renewal.md.client_id not in self.clients.clients:
                 self.renewals.pop(key, None)  # left to expire and come back
                 continue
+            stop = (time.monotonic() - renewal.started) * 1000 > self.max_renew_ms
             inflight = renewal.inflight = asyncio.get_running_loop().create_future()
+            invisible = self.auto_renew_ms
             try:
+                if stop:
+                    # As RocketMQ 5's proxy: renewed for its maximum time, the message comes back after the
+                    # group's retry policy delay for its reconsume times (a retry, as if the client had nacked).
+                    addr = await self.backend.master_addr(renewal.topic, renewal.handle.broker_name)
+                    group_config = await self._group_config(addr, key[1]) if addr else SubscriptionGroupConfig(key[1])
+                    invisible = group_config.group_retry_policy.next_delay_ms(renewal.reconsume_times)
                 handle, resp = await self._handle_call(
                     renewal.md, key[1], renewal.topic, renewal.handle.encode(), CHANGE_MESSAGE_INVISIBLETIME,
-                    {"invisibleTime": str(self.auto_renew_ms)})
+                    {"invisibleTime": str(invisible)})
             except Exception as exc:  # noqa: BLE001 - one failed renewal must not stop the others
                 log.info("cannot renew message %s of %s: %s", key[2], key[1], _error_status(exc).message)
                 self.renewals.pop(key, None)
             else:
                 # Also when acked meanwhile: that ack waits to use this handle.
-                renewal.handle = self._changed_handle(handle, resp, self.auto_renew_ms)
+                renewal.handle = self._changed_handle(handle, resp, invisible)
                 if self.renewals.get(key) is renewal:
-                    renewal.count += 1
-                    renewed += 1
+                    if stop:
+                        del self.renewals[key]
+                    else:
+                        renewal.count += 1
+                        renewed += 1
             finally:
                 renewal.inflight = None
                 inflight.set_result(None)
@@ -749,8 +776,12 @@ class MessagingService(sgrpc.MessagingServiceServicer):
             md = self._meta(context)
             await self._group_check(real(request.group))
             handle = ReceiptHandle.decode(request.receipt_handle)
-            await self._to_dlq(md, real(request.group), real(request.topic), handle, request.message_id,
-                               request.max_delivery_attempts or MAX_DELIVERY_ATTEMPTS)
+            max_attempts = request.max_delivery_attempts
+            if not max_attempts:
+                addr = await self.backend.master_addr(real(request.topic), handle.broker_name)
+                group_config = await self._group_config(addr, real(request.group)) if addr else None
+                max_attempts = (group_config or SubscriptionGroupConfig(real(request.group))).max_delivery_attempts
+            await self._to_dlq(md, real(request.group), real(request.topic), handle, request.message_id, max_attempts)
             return spb.ForwardMessageToDeadLetterQueueResponse(status=_OK)
         except Exception as exc:  # noqa: BLE001
             return spb.ForwardMessageToDeadLetterQueueResponse(status=_error_status(exc))

@@ -60,3 +60,45 @@ async def test_a_consumer_of_an_orderly_group_is_told_fifo_and_reports_it() -> N
         ask = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": group})
         info = orjson.loads((await client._on_running_info(ask, None)).body_bytes())  # type: ignore[arg-type]
         assert info["properties"]["PROP_CONSUMEORDERLY"] == str(fifo).lower()
+
+
+async def test_a_consumers_backoff_is_its_groups_retry_policy() -> None:
+    """As RocketMQ 5's proxy: max_attempts = retryMaxTimes + 1 and the group's groupRetryPolicy as the backoff
+    (customized delays or exponential); a group no broker has yet gets the defaults (17 attempts, 1 s … 2 h)."""
+    from orbitmq.common.retry_policy import CustomizedRetryPolicy, ExponentialRetryPolicy, GroupRetryPolicy
+    from orbitmq.common.subscription_group import SubscriptionGroupConfig
+
+    configs = {
+        "Custom": SubscriptionGroupConfig("Custom", retry_max_times=1, group_retry_policy=GroupRetryPolicy(
+            "CUSTOMIZED", customized=CustomizedRetryPolicy((1500, 3000)))),
+        "Exp": SubscriptionGroupConfig("Exp", retry_max_times=5, group_retry_policy=GroupRetryPolicy(
+            "EXPONENTIAL", exponential=ExponentialRetryPolicy(1000, 60_000, 3))),
+    }
+
+    class Tables(Backend):
+        async def route(self, topic: str) -> TopicRouteData:
+            return TopicRouteData((QueueData("b", 1, 1, 6),), (BrokerData("C", "b", {0: "127.0.0.1:1"}),))
+
+        async def meta(self, addr: str) -> BrokerMeta:
+            return BrokerMeta({}, frozenset(), frozenset(configs), configs)
+
+    service = MessagingService(Tables(["127.0.0.1:1"]), ("127.0.0.1", 8081))
+
+    async def backoff(group: str) -> pb.RetryPolicy:
+        settings = pb.Settings(client_type=pb.PUSH_CONSUMER)
+        settings.subscription.group.name = group
+        settings.subscription.subscriptions.add().topic.name = "T"
+        reply = await service.settings_reply(service.clients.get_or_create(Metadata(f"{group}@1")), settings)
+        return reply.backoff_policy
+
+    custom = await backoff("Custom")
+    assert custom.max_attempts == 2 and custom.WhichOneof("strategy") == "customized_backoff"
+    assert [d.ToMilliseconds() for d in custom.customized_backoff.next] == [1500, 3000]
+    exp = await backoff("Exp")
+    assert exp.max_attempts == 6 and exp.WhichOneof("strategy") == "exponential_backoff"
+    eb = exp.exponential_backoff
+    assert (eb.initial.ToMilliseconds(), eb.max.ToMilliseconds(), eb.multiplier) == (1000, 60_000, 3.0)
+    default = await backoff("Unknown")
+    assert default.max_attempts == 17
+    assert [d.ToSeconds() for d in default.customized_backoff.next] == [
+        1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]

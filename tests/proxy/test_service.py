@@ -625,6 +625,12 @@ async def _admin_ok(*args: str) -> str:
 
 async def _fifo_setting(proxy: str, topic: str, group: str) -> bool | None:
     """The Settings reply's `subscription.fifo` for a simple consumer of `group` on `topic` (None: no route yet)."""
+    reply = await _consumer_settings(proxy, topic, group)
+    return None if reply is None else bool(reply.subscription.fifo)
+
+
+async def _consumer_settings(proxy: str, topic: str, group: str) -> pb.Settings | None:
+    """The Settings reply for a simple consumer of `group` on `topic` (None: no route yet)."""
     async with grpc.aio.insecure_channel(proxy) as channel:
         stub = sgrpc.MessagingServiceStub(channel)
         route = spb.QueryRouteRequest()
@@ -642,7 +648,7 @@ async def _fifo_setting(proxy: str, topic: str, group: str) -> bool | None:
         reply = await call.read()
         await call.done_writing()
         assert reply.status.code == pb.OK
-        return bool(reply.settings.subscription.fifo)
+        return reply.settings
 
 
 async def _until_fifo_setting(proxy: str, topic: str, group: str, want: bool) -> None:
@@ -771,3 +777,102 @@ async def test_the_orderly_flag_survives_a_restart(tmp_path: Path) -> None:
         assert f"{'consumeMessageOrderly':<40}=  true" in out.splitlines()
     finally:
         again.process.stop()
+
+
+def _backoff(settings: pb.Settings | None) -> tuple[int, str, tuple[int, ...]] | None:
+    """(max_attempts, strategy, delays in ms: the customized list or initial, max, multiplier)."""
+    if settings is None:
+        return None
+    policy = settings.backoff_policy
+    which = policy.WhichOneof("strategy") or ""
+    if which == "customized_backoff":
+        values = tuple(d.ToMilliseconds() for d in policy.customized_backoff.next)
+    else:
+        eb = policy.exponential_backoff
+        values = (eb.initial.ToMilliseconds(), eb.max.ToMilliseconds(), int(eb.multiplier))
+    return policy.max_attempts, which, values
+
+
+async def _until_backoff(proxy: str, topic: str, group: str, want: tuple[int, str, tuple[int, ...]]) -> None:
+    """The proxy reads the brokers' group tables every few seconds: wait until a consumer's Settings say `want`."""
+    deadline = time.monotonic() + 20
+    while _backoff(await _consumer_settings(proxy, topic, group)) != want and time.monotonic() < deadline:
+        pass
+    assert _backoff(await _consumer_settings(proxy, topic, group)) == want
+
+
+async def test_a_consumers_retry_settings_follow_its_group_as_changed_with_admin(front: Front) -> None:
+    """RocketMQ 5: a consumer's Settings carry max_attempts = retryMaxTimes + 1 and the group's groupRetryPolicy;
+    `updateSubGroup -r/-p` reaches new Settings once the proxy has read the brokers' tables again."""
+    topic = await topic_of(front)
+    group = unique_names("gf")[2]
+    default = tuple(s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800,
+                                       3600, 7200))
+    await _until_backoff(front.proxy, topic, group, (17, "customized_backoff", default))
+    exp = '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":2000,"max":90000,"multiplier":3}}'
+    await _admin_ok("updateSubGroup", "-n", front.namesrv, "-c", "DefaultCluster", "-g", group, "-r", "1", "-p", exp)
+    await _until_backoff(front.proxy, topic, group, (2, "exponential_backoff", (2000, 90_000, 3)))
+    custom = '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[3000,6000]}}'
+    await _admin_ok("updateSubGroup", "-n", front.namesrv, "-c", "DefaultCluster", "-g", group, "-r", "4",
+                    "-p", custom)
+    await _until_backoff(front.proxy, topic, group, (5, "customized_backoff", (3000, 6000)))
+
+
+async def test_a_message_renewed_for_its_maximum_time_comes_back_after_the_groups_delay(front: Front) -> None:
+    """As RocketMQ 5's proxy: when automatic renewal has run for its maximum time, the message is made
+    visible again after the group's retry policy delay for its reconsume times (here 1 s, where the
+    renewal's own invisible time would hide it for a minute)."""
+    import asyncio
+
+    from orbitmq.proxy.server import GrpcProxy
+
+    topic = await topic_of(front, queues=1)
+    group = unique_names("gf")[2]
+    policy = '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[60000,60000,1000]}}'  # reconsume 0 -> index 2
+    await _admin_ok("updateSubGroup", "-n", front.namesrv, "-c", "DefaultCluster", "-g", group, "-p", policy)
+    proxy = GrpcProxy([front.namesrv], "127.0.0.1", 0)
+    proxy.renew_scan_seconds = 0.2
+    await proxy.start()
+    assert proxy.service is not None
+    service = proxy.service
+    service.auto_renew_ms = service.renew_window_ms = 60_000
+    service.max_renew_ms = 3_600_000  # renewing until the message is received, then stopped
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
+            own = sgrpc.MessagingServiceStub(channel)
+            hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
+            hb.group.name = group
+            assert (await own.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+
+            async def receive(auto: bool) -> list[pb.Message]:
+                req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
+                req.group.name = group
+                req.message_queue.topic.name = topic
+                req.filter_expression.expression = "*"
+                if not auto:
+                    req.invisible_duration.FromSeconds(30)
+                req.long_polling_timeout.FromSeconds(5)
+                items = [x async for x in own.ReceiveMessage(req, metadata=md(), timeout=20)]
+                return [i.message for i in items if i.HasField("message")]
+
+            assert await receive(True) == []  # the group joins
+            assert (await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"held")]),
+                                          metadata=md(), timeout=10)).status.code == pb.OK
+            got: list[pb.Message] = []
+            deadline = time.monotonic() + 20
+            while not got and time.monotonic() < deadline:
+                got = await receive(True)
+            assert [m.body for m in got] == [b"held"]
+            deadline = time.monotonic() + 10
+            while not any(r.count >= 1 for r in service.renewals.values()) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert service.renewals  # renewed, and still held
+            service.max_renew_ms = 0
+            again: list[pb.Message] = []
+            deadline = time.monotonic() + 20
+            while not again and time.monotonic() < deadline:
+                again = await receive(False)
+            assert [m.body for m in again] == [b"held"] and not service.renewals
+            assert again[0].system_properties.delivery_attempt == 2
+    finally:
+        await proxy.close()
