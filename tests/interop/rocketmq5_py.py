@@ -275,6 +275,31 @@ def main() -> None:
             result = {"fifo": c.fifo, "got": seen}  # fifo: what the server's Settings told the consumer
         finally:
             c.shutdown()
+    elif scenario == "push_fifo_fail":
+        # An orderly group: the PushConsumer retries a failed message itself, as often as the Settings'
+        # max_attempts allow and with their backoff, then forwards it to the DLQ.
+        calls: list[float] = []
+        tried = threading.Event()
+        third = threading.Event()
+
+        class Failing(MessageListener):
+            def consume(self, m: Message) -> ConsumeResult:
+                calls.append(time.monotonic())
+                if len(calls) >= n:
+                    tried.set()
+                if len(calls) > n:
+                    third.set()
+                return ConsumeResult.FAILURE
+
+        c = PushConsumer(config(endpoint), group, Failing(), {topic: FilterExpression()})
+        c.startup()
+        try:
+            produce(endpoint, topic, 1)
+            tried.wait(DEADLINE)
+            third.wait(4)  # the forward to the DLQ follows the last attempt; no further attempt may come
+            result = {"fifo": c.fifo, "calls": len(calls)}
+        finally:
+            c.shutdown()
     elif scenario == "push":
         got: list[dict[str, Any]] = []
         done = threading.Event()

@@ -281,6 +281,19 @@ async def test_retries_end_in_the_dead_letter_queue(cluster: Cluster) -> None:
     assert [m.body for m in dlq] == [b"m0"]
 
 
+async def test_an_orderly_push_consumer_follows_its_groups_retry_policy_to_the_dlq(cluster: Cluster) -> None:
+    """RocketMQ 5: the Settings carry the group's retryMaxTimes + 1 and retry policy; an orderly group's
+    PushConsumer retries locally that many times (1 s apart here) and then forwards the message to the DLQ."""
+    topic, _, cg = unique_names("g5")
+    await make_topic(cluster, topic)
+    await _orderly_group(cluster, topic, cg, "-r", "1", "-p",
+                         '{"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000]}}')
+    report = await asyncio.to_thread(run_py, cluster, "push_fifo_fail", topic, cg, 2)
+    assert report == {"fifo": True, "calls": 2}
+    dlq = await pull_all(cluster, f"%DLQ%{cg}", cg + "_dlq_reader", 1)
+    assert [m.body for m in dlq] == [b"m0"]
+
+
 async def _admin(*args: str) -> None:
     done = await asyncio.to_thread(subprocess.run, orbitmq_command("admin", *args), capture_output=True, text=True,
                                    timeout=30)
@@ -292,13 +305,13 @@ async def _group(cluster: Cluster, group: str, *, retry_max_times: int = 16) -> 
                  "-r", str(retry_max_times))
 
 
-async def _orderly_group(cluster: Cluster, topic: str, group: str) -> None:
+async def _orderly_group(cluster: Cluster, topic: str, group: str, *more: str) -> None:
     """A consumer group with RocketMQ 5's consumeMessageOrderly (what makes consumption FIFO), once the
     proxy (which reads the brokers' group tables every few seconds) assigns it every queue of `topic`."""
     from orbitmq.proxy.pb import service_pb2 as spb
     from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
 
-    await _admin("updateSubGroup", "-n", cluster.namesrv, "-c", "DefaultCluster", "-g", group, "-o", "true")
+    await _admin("updateSubGroup", "-n", cluster.namesrv, "-c", "DefaultCluster", "-g", group, "-o", "true", *more)
     request = spb.QueryAssignmentRequest()
     request.topic.name, request.group.name = topic, group
     async with grpc.aio.insecure_channel(cluster.proxy) as channel:
