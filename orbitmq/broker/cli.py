@@ -32,6 +32,7 @@ from orbitmq.remoting.loop import run
 if TYPE_CHECKING:
     from orbitmq.metrics import FamilySource, MetricsServer
     from orbitmq.proxy.server import ProxyThread
+    from orbitmq.remoting.local import LocalDispatch
     from orbitmq.remoting.tls import TlsSettings
 
 log = logging.getLogger("orbitmq.broker")
@@ -180,21 +181,23 @@ async def run_broker_until(
             endpoint = await metrics.start(broker)
         announce(f"broker {config.broker_name} listening on {host}:{port}")
         if config.enable_grpc_proxy:
-            proxy = await start_grpc_proxy(config, grpc_give_way, grpc_tls)
+            proxy = await start_grpc_proxy(config, grpc_give_way, grpc_tls, local=broker.local_dispatch())
         async with serving or contextlib.nullcontext():
             await stop.wait()
             log.info("broker shutting down")
     finally:
         if proxy is not None:
-            await proxy.close()
+            await proxy.close()  # the front first: its in-process requests end before the broker closes
         if endpoint is not None:
             await endpoint.close()
         await broker.close()
 
 
-async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False, tls: TlsSettings | None = None) -> ProxyThread:
+async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False, tls: TlsSettings | None = None,
+                           local: LocalDispatch | None = None) -> ProxyThread:
     """The in-process gRPC front (enableGrpcProxy): RocketMQ 5 clients on listenHost:grpcServerPort,
-    with TLS as `tls` (default: the broker's tls.* settings) says.
+    with TLS as `tls` (default: the broker's tls.* settings) says. With `local` (the broker's
+    `local_dispatch()`) its requests to that broker are served in-process (local mode).
 
     With `give_way` (`orbitmq dev`'s default port) a port in use gives way to a free one."""
     from orbitmq.proxy.server import GrpcProxy, ProxyThread, acl_loader
@@ -209,7 +212,7 @@ async def start_grpc_proxy(config: BrokerConfig, give_way: bool = False, tls: Tl
         list(config.namesrv_addrs), config.listen_host or "0.0.0.0", config.grpc_server_port,
         advertised_host=config.advertised_ip, acl=acl_loader(config.acl_file) if config.acl_enable else None,
         max_body_size=config.store.max_message_size, max_delay_ms=config.timer_max_delay_sec * 1000,
-        give_way=give_way, ssl_context=config.tls.client_context(), tls=server_tls,
+        give_way=give_way, ssl_context=config.tls.client_context(), tls=server_tls, local=local,
     ))
     try:
         host, port = await proxy.start()

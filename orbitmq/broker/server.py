@@ -82,6 +82,7 @@ from orbitmq.remoting.budget import MemoryBudget
 from orbitmq.remoting.codes import RequestCode, ResponseCode
 from orbitmq.remoting.command import RemotingCommand
 from orbitmq.remoting.connection import Peer
+from orbitmq.remoting.local import LocalDispatch
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.tls import ServerTls
 from orbitmq.remoting.transport import RemotingClient, RemotingServer
@@ -274,6 +275,7 @@ class Broker:
         self.failover: FailoverController | None = None
         self.replica: BrokerReplica | None = None
         self._server_tls: ServerTls | None = None
+        self._local: LocalDispatch | None = None
 
     @property
     def config(self) -> BrokerConfig:
@@ -282,6 +284,15 @@ class Broker:
     @property
     def broker_addr(self) -> str:
         return self.live.value.broker_addr
+
+    def local_dispatch(self) -> LocalDispatch:
+        """Its handlers for callers in this process (the in-broker gRPC front: local mode), served
+        as requests read from its remoting port are (ACL, shutdown refusals, error answers)."""
+        if self.server is None:
+            raise RuntimeError("the broker is not started")
+        if self._local is None:
+            self._local = LocalDispatch(self.server, lambda: self.broker_addr)
+        return self._local
 
     # --- change hooks -------------------------------------------------------------
 
@@ -621,6 +632,9 @@ class Broker:
             await self.failover.close()
             self.failover = None
         await self._notifier.close()
+        if self._local is not None:  # handlers still running for in-process callers end as with their connections
+            self._local.close()
+            self._local = None
         if self.server is not None:
             await self.server.close()
             self.server = None

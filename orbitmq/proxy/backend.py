@@ -22,6 +22,7 @@ from orbitmq.common.route import TopicRouteData
 from orbitmq.common.subscription_group import SubscriptionGroupConfig
 from orbitmq.errors import BrokerError, OrbitMQError
 from orbitmq.remoting.codes import RequestCode, ResponseCode
+from orbitmq.remoting.local import LocalDispatch
 from orbitmq.remoting.signing import AclCredentials, make_remoting_client
 from orbitmq.remoting.transport import RemotingClient
 
@@ -46,10 +47,14 @@ class BrokerMeta:
 
 
 class Backend:
-    def __init__(self, namesrv_addrs: list[str], timeout: float = 3.0, ssl_context: Any = None) -> None:
+    def __init__(self, namesrv_addrs: list[str], timeout: float = 3.0, ssl_context: Any = None,
+                 local: LocalDispatch | None = None) -> None:
         if not namesrv_addrs:
             raise OrbitMQError("the proxy needs a NameServer address")
         self.namesrv_addrs = namesrv_addrs
+        #: The broker this front runs in (local mode): the requests of `api()` to its address are
+        #: served in-process (orbitmq/remoting/local.py).
+        self.local = local
         self.timeout = timeout
         self.ssl_context = ssl_context
         self._clients: dict[str | None, MQClientAPI] = {}
@@ -64,10 +69,15 @@ class Backend:
         key = None if creds is None else creds.access_key
         api = self._clients.get(key)
         if api is None:
-            api = self._clients[key] = MQClientAPI(self.new_remoting(creds), self.timeout)
+            remoting = self.new_remoting(creds)
+            if self.local is not None:
+                remoting.local = self.local.channel()
+            api = self._clients[key] = MQClientAPI(remoting, self.timeout)
         return api
 
     def new_remoting(self, creds: AclCredentials | None) -> RemotingClient:
+        """A remoting client (requests signed with `creds`); the gRPC clients' registrations
+        use these, never the in-process path: the broker calls them back over the connection."""
         return make_remoting_client(creds, connect_timeout=3.0, ssl_context=self.ssl_context)
 
     async def route(self, topic: str) -> TopicRouteData:

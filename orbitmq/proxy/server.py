@@ -24,6 +24,7 @@ from orbitmq.proxy.clients import ProxyAuth
 from orbitmq.proxy.handlers import generic_handler
 from orbitmq.proxy.service import MessagingService
 from orbitmq.proxy.tls import FIRST_BYTE_TIMEOUT, FirstByteFront, GrpcTls
+from orbitmq.remoting.local import LocalDispatch
 from orbitmq.remoting.tls import TlsMode
 
 if TYPE_CHECKING:
@@ -53,13 +54,15 @@ class GrpcProxy:
         give_way: bool = False,
         ssl_context: Any = None,
         tls: GrpcTls | None = None,
+        local: LocalDispatch | None = None,
     ) -> None:
         self.give_way = give_way
         self.renew_scan_seconds = RENEW_SCAN_SECONDS
         self.host = host
         self.port = port
         self.advertised_host = advertised_host
-        self.backend = Backend(namesrv_addrs, ssl_context=ssl_context)  # TLS to brokers and NameServers
+        # TLS to brokers and NameServers; `local`: the broker this front runs in (served in-process).
+        self.backend = Backend(namesrv_addrs, ssl_context=ssl_context, local=local)
         self.auth = ProxyAuth(acl)
         self.max_body_size = max_body_size
         self.max_delay_ms = max_delay_ms
@@ -155,8 +158,10 @@ class ProxyThread:
     """A `GrpcProxy` on a thread of its own with a plain asyncio loop, for a process whose loop is uvloop's.
 
     grpc.aio serves unary calls about twice as fast on asyncio's own loop as on uvloop (measured with
-    bench.grpc), and a thread of its own keeps its work apart from the broker's loop: the proxy talks
-    to the broker over its remoting port either way. `start`/`close` are awaited on the caller's loop.
+    bench.grpc), and a thread of its own keeps its work apart from the broker's loop. With a
+    `LocalDispatch` the proxy's requests to that broker are handed to the broker's loop in-process
+    (local mode); heartbeats, and requests to other brokers, go over remoting.
+    `start`/`close` are awaited on the caller's loop.
     """
 
     def __init__(self, proxy: GrpcProxy) -> None:

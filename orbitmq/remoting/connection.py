@@ -446,21 +446,7 @@ class Connection(asyncio.Protocol):
         self._respond(request, response)
 
     def _failure(self, request: RemotingCommand, exc: Exception) -> RemotingCommand:
-        """The one boundary where a handler's exception becomes an answer.
-
-        A `BrokerError` is a refusal: answered with its code and remark. Another
-        `OrbitMQError` that is a `ValueError` (a malformed header field or body,
-        a bad config value) is answered SYSTEM_ERROR with its text, which is
-        ours. Anything else is a defect: SYSTEM_ERROR with a generic remark,
-        never Python's own text, and one logged traceback.
-        """
-        if isinstance(exc, BrokerError):
-            return request.response(exc.code, exc.remark)
-        if isinstance(exc, OrbitMQError) and isinstance(exc, ValueError):
-            log.info("request code %d from %s refused: %s", request.code, self.peer.addr, exc)
-            return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        log.error("handler for request code %d from %s failed", request.code, self.peer.addr, exc_info=exc)
-        return request.response(ResponseCode.SYSTEM_ERROR, f"{UNEXPECTED_ERROR_REMARK}, request code {request.code}")
+        return failure_answer(request, exc, self.peer.addr)
 
     def _respond(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & RPC_ONEWAY or self.closed:
@@ -515,3 +501,21 @@ class Connection(asyncio.Protocol):
         self._out_bytes = 0
         if self._transport is not None:
             self._transport.abort()
+
+
+def failure_answer(request: RemotingCommand, exc: Exception, peer_addr: str) -> RemotingCommand:
+    """The one boundary where a handler's exception becomes an answer.
+
+    A `BrokerError` is a refusal: answered with its code and remark. Another
+    `OrbitMQError` that is a `ValueError` (a malformed header field or body,
+    a bad config value) is answered SYSTEM_ERROR with its text, which is
+    ours. Anything else is a defect: SYSTEM_ERROR with a generic remark,
+    never Python's own text, and one logged traceback.
+    """
+    if isinstance(exc, BrokerError):
+        return request.response(exc.code, exc.remark)
+    if isinstance(exc, OrbitMQError) and isinstance(exc, ValueError):
+        log.info("request code %d from %s refused: %s", request.code, peer_addr, exc)
+        return request.response(ResponseCode.SYSTEM_ERROR, str(exc))
+    log.error("handler for request code %d from %s failed", request.code, peer_addr, exc_info=exc)
+    return request.response(ResponseCode.SYSTEM_ERROR, f"{UNEXPECTED_ERROR_REMARK}, request code {request.code}")

@@ -21,7 +21,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from orbitmq.errors import ConnectError, RequestTimeout
 from orbitmq.remoting.budget import MemoryBudget
@@ -31,6 +31,9 @@ from orbitmq.remoting.connection import Connection, Handler, Peer, Route
 from orbitmq.remoting.hooks import RPCHook
 from orbitmq.remoting.listener import HANDSHAKE_TIMEOUT_S, Listener, listen
 from orbitmq.remoting.tls import ServerTls
+
+if TYPE_CHECKING:
+    from orbitmq.remoting.local import LocalChannel
 
 __all__ = ["Handler", "Peer", "RemotingClient", "RemotingServer", "split_addr"]
 
@@ -117,6 +120,10 @@ class RemotingServer:
     def register_default(self, handler: Handler, *, eager: bool = True) -> None:
         """Serve every code that has no handler of its own with `handler`."""
         self._default_route = Route(handler, eager=eager)
+
+    def route(self, code: int) -> Route | None:
+        """The handler serving `code` (the default handler, or None when none is registered)."""
+        return self._routes.get(code) or self._default_route
 
     def on_disconnect(self, callback: DisconnectCallback) -> None:
         """Call `callback(peer)` (plain or async) once for each connection that closes."""
@@ -275,6 +282,8 @@ class RemotingClient:
         #: How many hooks at the end of `rpc_hooks` must stay last (ACL signing: it signs what
         #: the hooks before it added).
         self._final_hooks = 0
+        #: A broker in this process (local.py): `invoke` hands requests to its address straight to it.
+        self.local: LocalChannel | None = None
 
     def add_rpc_hook(self, hook: RPCHook, *, final: bool = False) -> None:
         """Run `hook` around every request from now on; a `final` hook runs after all others."""
@@ -310,6 +319,14 @@ class RemotingClient:
         hooks = self.rpc_hooks
         if hooks:
             self._before(addr, cmd)
+        local = self.local
+        if local is not None and addr == local.addr:
+            if self._closed:
+                raise ConnectError("client is closed")
+            response = await local.invoke(cmd, timeout)
+            if hooks:
+                self._after(addr, cmd, response)
+            return response
         conn = self._connections.get(addr)
         if conn is None or not conn.usable:
             started = time.monotonic()
@@ -445,6 +462,8 @@ class RemotingClient:
     async def close(self) -> None:
         """Close every connection; requests still pending fail with `ConnectError`."""
         self._closed = True
+        if self.local is not None:
+            self.local.close()
         for task in list(self._connecting.values()) + list(self._async_tasks):
             task.cancel()
         conns = list(self._connections.values())
