@@ -22,24 +22,29 @@ handler, whose late answer is dropped. Closing the channel (its client closes) o
 (the broker closes) cancels the handlers still running, as a lost connection does; requests
 handed over afterwards fail with `ConnectError`.
 
-Threads: `LocalDispatch` belongs to the broker's loop; a `LocalChannel` may be used from any
-other loop (the in-broker front runs on a thread of its own) or from the broker's loop itself.
+Threads: `LocalDispatch` belongs to the broker's loop; a `LocalChannel` is used from one loop,
+another thread's (the in-broker front runs on a thread of its own) or the broker's own. Requests
+cross in an inbox the broker's loop empties, answers in an outbox the caller's loop empties: a
+burst (the 32 acks of a received batch) costs one wake-up of the other loop, not one each.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import logging
+import threading
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from orbitmq.errors import ConnectError, RequestTimeout
+from orbitmq.errors import ConnectError
 from orbitmq.remoting.codec import _ext_value
 from orbitmq.remoting.codes import ResponseCode
 from orbitmq.remoting.command import RPC_TYPE_RESPONSE, RemotingCommand
 from orbitmq.remoting.connection import Peer, _peer_ids, failure_answer
+from orbitmq.remoting.eager import start_eagerly
+from orbitmq.remoting.pending import PendingRequests
 
 if TYPE_CHECKING:
     from orbitmq.remoting.transport import RemotingServer
@@ -91,7 +96,11 @@ class LocalPeer(Peer):
 
 
 class LocalDispatch:
-    """A broker's handlers offered to callers in the same process (made on the broker's loop)."""
+    """A broker's handlers offered to callers in the same process (made on the broker's loop).
+
+    Requests handed over from other threads wait in an inbox that one loop callback empties, so a
+    burst of them (the 32 acks of a received batch) wakes the broker's loop once, not once each.
+    """
 
     def __init__(self, server: RemotingServer, addr: Callable[[], str]) -> None:
         self.loop = asyncio.get_running_loop()
@@ -100,7 +109,11 @@ class LocalDispatch:
         self.closed = False
         #: Requests served in-process so far (tests and diagnostics read it).
         self.served = 0
-        self._running: set[concurrent.futures.Future[RemotingCommand | None]] = set()
+        self._inbox: deque[tuple[RemotingCommand, LocalChannel, int]] = deque()  # (request, channel, opaque)
+        self._lock = threading.Lock()
+        self._wake_pending = False
+        #: The handlers running, per channel (broker loop only).
+        self._running: dict[LocalChannel, set[asyncio.Task[None]]] = {}
 
     @property
     def addr(self) -> str:
@@ -112,16 +125,51 @@ class LocalDispatch:
         host = self.addr.rpartition(":")[0].strip("[]") or "127.0.0.1"
         return LocalChannel(self, LocalPeer(host))
 
-    def submit(self, request: RemotingCommand, peer: LocalPeer) -> concurrent.futures.Future[RemotingCommand | None]:
-        """Serve `request` on the broker's loop (callable from any thread); `ConnectError` once closed."""
+    @property
+    def running(self) -> int:
+        """Handlers running for in-process callers now."""
+        return sum(len(tasks) for tasks in list(self._running.values()))
+
+    def submit(self, request: RemotingCommand, channel: LocalChannel, key: int) -> None:
+        """Serve `request` for `channel` on the broker's loop (callable from any thread); its answer
+        goes to `channel.deliver(key, ...)`. `ConnectError` once the broker is closed."""
         if self.closed or self.loop.is_closed():
             raise ConnectError(f"broker {self.addr} is closed")
-        future = asyncio.run_coroutine_threadsafe(self._serve(request, peer), self.loop)
-        self._running.add(future)
-        future.add_done_callback(self._running.discard)
-        return future
+        with self._lock:
+            self._inbox.append((request, channel, key))
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        try:
+            self.loop.call_soon_threadsafe(self._take_inbox)
+        except RuntimeError:  # closed meanwhile
+            raise ConnectError(f"broker {self.addr} is closed") from None
 
-    async def _serve(self, request: RemotingCommand, peer: LocalPeer) -> RemotingCommand | None:
+    def _take_inbox(self) -> None:
+        with self._lock:
+            items = list(self._inbox)
+            self._inbox.clear()
+            self._wake_pending = False
+        for request, channel, key in items:
+            if self.closed or channel.peer.closed:
+                channel.deliver(key, ConnectError(f"broker {self.addr} or its in-process channel is closed"))
+                continue
+            task = start_eagerly(self.loop, self._serve(request, channel, key))  # no task unless it waits
+            if task is not None:
+                tasks = self._running.setdefault(channel, set())
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+    async def _serve(self, request: RemotingCommand, channel: LocalChannel, key: int) -> None:
+        try:
+            answer = await self._answer(request, channel.peer)
+        except asyncio.CancelledError:
+            channel.deliver(key, ConnectError(f"in-process request to {self.addr} was dropped: "
+                                              "the broker or the channel closed"))
+            raise
+        channel.deliver(key, answer)
+
+    async def _answer(self, request: RemotingCommand, peer: LocalPeer) -> RemotingCommand | None:
         self.served += 1
         route = self._server.route(request.code)
         if route is None:
@@ -150,25 +198,41 @@ class LocalDispatch:
         answer.serialize_type = request.serialize_type
         return answer
 
-    def cancel(self, futures: list[concurrent.futures.Future[RemotingCommand | None]]) -> None:
-        if self.loop.is_closed():  # nothing runs there any more; the callers time out
+    def cancel(self, channel: LocalChannel) -> None:
+        """Cancel the handlers running for `channel` (callable from any thread)."""
+        if self.loop.is_closed():  # nothing runs there any more
             return
-        for future in futures:
-            future.cancel()  # thread-safe: the handler's task is cancelled on the broker's loop
+        try:
+            self.loop.call_soon_threadsafe(self._cancel, channel)
+        except RuntimeError:
+            pass
+
+    def _cancel(self, channel: LocalChannel) -> None:
+        for task in self._running.pop(channel, set()):
+            task.cancel()
 
     def close(self) -> None:
-        """Refuse new requests and cancel the handlers still running (as closing connections does)."""
+        """Refuse new requests and cancel the handlers still running, as closing connections does
+        (on the broker's loop)."""
         self.closed = True
-        self.cancel(list(self._running))
+        self._take_inbox()
+        for channel in list(self._running):
+            self._cancel(channel)
 
 
 class LocalChannel:
-    """One client's way into a `LocalDispatch`: what a connection is over the wire."""
+    """One client's way into a `LocalDispatch`: what a connection is over the wire. Used from one
+    event loop (the caller's); answers come back to it in batches, one loop wake-up per batch.
+    Requests are known by their opaque, as on a connection (`PendingRequests`: timeouts swept)."""
 
     def __init__(self, dispatch: LocalDispatch, peer: LocalPeer) -> None:
         self.dispatch = dispatch
         self.peer = peer
-        self._running: set[concurrent.futures.Future[RemotingCommand | None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: PendingRequests | None = None
+        self._outbox: deque[tuple[int, RemotingCommand | Exception]] = deque()
+        self._lock = threading.Lock()
+        self._wake_pending = False
 
     @property
     def addr(self) -> str:
@@ -177,51 +241,61 @@ class LocalChannel:
     def invoke(self, cmd: RemotingCommand, timeout: float) -> asyncio.Future[RemotingCommand]:
         """Hand `cmd` to the broker; the future (on the caller's loop) gets its response or
         `RequestTimeout` after `timeout` seconds, or `ConnectError` when the broker or channel closes."""
-        loop = asyncio.get_running_loop()
-        result: asyncio.Future[RemotingCommand] = loop.create_future()
+        pending = self._pending
+        if pending is None:
+            self._loop = asyncio.get_running_loop()
+            pending = self._pending = PendingRequests(self._loop, lambda: self.addr)
+        assert self._loop is not None
+        result: asyncio.Future[RemotingCommand] = self._loop.create_future()
         if self.peer.closed:
             result.set_exception(ConnectError(f"in-process channel to {self.addr} is closed"))
             return result
+        pending.add(cmd.opaque, result, timeout)
         try:
-            future = self.dispatch.submit(as_received(cmd), self.peer)
+            self.dispatch.submit(as_received(cmd), self, cmd.opaque)
         except ConnectError as exc:
-            result.set_exception(exc)
-            return result
-        self._running.add(future)
-        addr, opaque = self.addr, cmd.opaque
-
-        def expire() -> None:
-            if not result.done():
-                result.set_exception(RequestTimeout(f"no response from {addr} to request {opaque} within {timeout}s"))
-
-        timer = loop.call_later(timeout, expire)
-        result.add_done_callback(lambda _: timer.cancel())
-
-        def settle(done: concurrent.futures.Future[RemotingCommand | None]) -> None:
-            if result.done():
-                return
-            if done.cancelled():
-                result.set_exception(ConnectError(f"in-process request to {addr} was dropped: the broker or channel closed"))
-                return
-            exc = done.exception()
-            if exc is not None:  # the broker's loop stopped under it; a handler's errors are answers
-                result.set_exception(ConnectError(f"in-process request to {addr} failed: {exc!r}"))
-                return
-            response = done.result()
-            if response is not None:  # no answer: the caller times out, as over the wire
-                result.set_result(response)
-
-        def finished(done: concurrent.futures.Future[RemotingCommand | None]) -> None:
-            self._running.discard(done)
-            try:
-                loop.call_soon_threadsafe(settle, done)
-            except RuntimeError:  # the caller's loop is closed: nobody waits any more
-                pass
-
-        future.add_done_callback(finished)
+            pending.fail(cmd.opaque, exc)
         return result
 
+    def forget(self, opaque: int) -> None:
+        """Stop waiting for `opaque` (its caller was cancelled); a late answer is dropped."""
+        if self._pending is not None:
+            self._pending.forget(opaque)
+
+    def deliver(self, opaque: int, answer: RemotingCommand | Exception | None) -> None:
+        """The broker's answer to request `opaque` (from the broker's loop); None: it answered nothing."""
+        loop = self._loop
+        if loop is None or answer is None:  # no answer: the caller times out, as over the wire
+            return
+        with self._lock:
+            self._outbox.append((opaque, answer))
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        try:
+            loop.call_soon_threadsafe(self._take_outbox)
+        except RuntimeError:  # the caller's loop is closed: nobody waits any more
+            pass
+
+    def _take_outbox(self) -> None:
+        with self._lock:
+            items = list(self._outbox)
+            self._outbox.clear()
+            self._wake_pending = False
+        pending = self._pending
+        if pending is None:
+            return
+        for opaque, answer in items:  # an answer nobody waits for any more is dropped
+            if isinstance(answer, Exception):
+                pending.fail(opaque, answer)
+            else:
+                pending.complete(answer)
+
     def close(self) -> None:
-        """No more requests; cancel this channel's handlers still running."""
+        """No more requests (call on the caller's loop); the waiting ones fail with `ConnectError`,
+        and this channel's handlers still running are cancelled."""
         self.peer.close()
-        self.dispatch.cancel(list(self._running))
+        if self._pending is not None:
+            addr = self.addr
+            self._pending.fail_all(lambda: ConnectError(f"in-process channel to {addr} is closed"))
+        self.dispatch.cancel(self)

@@ -78,6 +78,15 @@ class PendingRequests:
             fut.set_result(response)
         return True
 
+    def fail(self, opaque: int, exc: BaseException) -> bool:
+        """Fail the request `opaque` with `exc`; False when none is waiting."""
+        fut = self._remove(opaque)
+        if fut is None:
+            return False
+        if not fut.done():
+            fut.set_exception(exc)
+        return True
+
     def forget(self, opaque: int) -> None:
         """Stop waiting for `opaque`; a late response is then dropped."""
         self._remove(opaque)

@@ -323,7 +323,11 @@ class RemotingClient:
         if local is not None and addr == local.addr:
             if self._closed:
                 raise ConnectError("client is closed")
-            response = await local.invoke(cmd, timeout)
+            try:
+                response = await local.invoke(cmd, timeout)
+            except asyncio.CancelledError:
+                local.forget(cmd.opaque)
+                raise
             if hooks:
                 self._after(addr, cmd, response)
             return response

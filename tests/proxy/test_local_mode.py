@@ -265,3 +265,46 @@ async def test_slow_silent_failing_and_abandoned_handlers(tmp_path: Path) -> Non
     with pytest.raises(ConnectError):
         await asyncio.wait_for(channel.invoke(RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG), 5.0), 5.0)
     assert isinstance(dispatch, LocalDispatch) and dispatch.closed
+
+
+async def test_closing_the_front_then_the_broker_leaves_nothing_running(tmp_path: Path) -> None:
+    """A receive long-polling in the broker for the in-process front ends when the front closes; the
+    broker then closes without waiting for it."""
+    async with inprocess_dev(tmp_path) as dev:
+        dispatch = dev.broker_server.local_dispatch()
+        local = ProxyThread(GrpcProxy([dev.namesrv], "127.0.0.1", 0, local=dispatch))
+        await local.start()
+        topic, _, group = unique_names("lmc")
+        async with Producer(unique_names("lmcp")[1], namesrv_addr=dev.namesrv) as producer:
+            await create_topic(producer, topic, 1)
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{local.proxy.port}")
+        try:
+            stub = sgrpc.MessagingServiceStub(channel)
+            req = spb.ReceiveMessageRequest(batch_size=8)
+            req.group.name = group
+            req.message_queue.topic.name = topic
+            req.filter_expression.expression = "*"
+            req.invisible_duration.FromSeconds(30)
+            req.long_polling_timeout.FromSeconds(20)
+
+            async def receive() -> list[spb.ReceiveMessageResponse]:
+                return [x async for x in stub.ReceiveMessage(req, metadata=MD, timeout=30)]
+
+            polling = asyncio.ensure_future(receive())
+            for _ in range(500):  # the POP_MESSAGE is parked in the broker
+                if dispatch.running and dev.broker_server.pop is not None and len(dev.broker_server.pop.waiters):
+                    break
+                await asyncio.sleep(0.01)
+            assert dispatch.running
+            await asyncio.wait_for(local.close(), 15)
+            assert not local._thread.is_alive()
+            for _ in range(100):
+                if not dispatch.running:
+                    break
+                await asyncio.sleep(0.01)
+            assert not dispatch.running
+            polling.cancel()
+            await asyncio.gather(polling, return_exceptions=True)
+        finally:
+            await channel.close()
+    assert dispatch.closed
