@@ -154,7 +154,12 @@ class LocalDispatch:
             if self.closed or channel.peer.closed:
                 channel.deliver(key, ConnectError(f"broker {self.addr} or its in-process channel is closed"))
                 continue
-            task = start_eagerly(self.loop, self._serve(request, channel, key))  # no task unless it waits
+            route = self._server.route(request.code)
+            coro = self._serve(request, channel, key)
+            if route is None or route.eager:  # as the connection does: no task unless it waits
+                task = start_eagerly(self.loop, coro)
+            else:
+                task = self.loop.create_task(coro)
             if task is not None:
                 tasks = self._running.setdefault(channel, set())
                 tasks.add(task)
