@@ -1,6 +1,7 @@
-"""A push consumer with the default 30 s route poll follows a failover at once: SIGKILL the master
-of a three-replica group; the consumer's failed pulls make it look the route up again, so messages
-written to the new master are consumed long before its next route poll."""
+"""A push consumer follows a failover without waiting for its route poll: SIGKILL the master of a
+three-replica group; the consumer's failed pulls make it look the route up again, so messages
+written to the new master are consumed. Its route poll is set far beyond the test's length, so
+only that lookup can have brought it there (no timing is asserted)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from tests.support.waiting import until
 pytestmark = pytest.mark.timeout(150)
 
 TOPIC = "FailoverFollowTopic"
-#: From the master's death to the consumer having what the new master took. The route poll comes
-#: 30 s after the consumer started, and the kill comes a few seconds after that start.
-FOLLOW_BOUND_S = 15.0
+#: Upper bound, on a loaded machine, from the master's death to the consumer having what the new
+#: master took; far below the consumer's route poll, so the poll cannot be what brought it there.
+FOLLOW_BOUND_S = 60.0
+ROUTE_POLL_MS = 600_000
 
 
 async def _in_sync(group: FailoverGroup) -> bool:
@@ -48,11 +50,11 @@ async def test_push_consumer_reaches_the_new_master_before_its_route_poll(
 
     # Its own client instance: the producer's route refreshes must not help the consumer along.
     push = PushConsumer("FollowPush", namesrv_addr=group.namesrv, instance_name="follow-consumer",
-                        consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                        consume_from_where="CONSUME_FROM_FIRST_OFFSET", poll_name_server_interval_ms=ROUTE_POLL_MS)
     push.subscribe(TOPIC, "*")
     push.register_listener(listener)
     async with Producer("FollowProducer", namesrv_addr=group.namesrv, instance_name="follow-producer") as producer:
-        await push.start()  # its route poll runs now and next in 30 s
+        await push.start()  # its route poll runs now and next in 10 min
         try:
             before = {b"before-%d" % i for i in range(8)}
             for body in sorted(before):
