@@ -131,7 +131,7 @@ class _Inbound(asyncio.Protocol):
     async def _connect(self, target: tuple[str, int]) -> None:
         loop = asyncio.get_running_loop()
         try:
-            outbound, _ = await loop.create_connection(lambda: _Outbound(self), *target)
+            outbound, protocol = await loop.create_connection(lambda: _Outbound(self), *target)
         except OSError as exc:
             log.warning("gRPC port: cannot reach its listener %s:%d (%s)", *target, exc.strerror or exc)
             self.abort()
@@ -145,7 +145,10 @@ class _Inbound(asyncio.Protocol):
         self.outbound = outbound
         outbound.write(bytes(self.pending))
         self.pending = bytearray()
-        self.transport.resume_reading()
+        # That write may have filled the relay's buffer (`_Outbound.pause_writing`, which left
+        # the client paused): then the listener's `resume_writing` resumes the client, not this.
+        if not protocol.full:
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         if self.outbound is None or not self.outbound.can_write_eof():
@@ -192,6 +195,7 @@ class _Outbound(asyncio.Protocol):
     def __init__(self, inbound: _Inbound) -> None:
         self.inbound = inbound
         self.transport: asyncio.Transport | None = None
+        self.full = False  # between pause_writing and resume_writing
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -216,11 +220,13 @@ class _Outbound(asyncio.Protocol):
 
     # flow control: the listener takes no more for now, so stop reading from the client
     def pause_writing(self) -> None:
+        self.full = True
         client = self.inbound.transport
         if client is not None:
             client.pause_reading()
 
     def resume_writing(self) -> None:
+        self.full = False
         client = self.inbound.transport
         if client is not None and not client.is_closing():
             client.resume_reading()

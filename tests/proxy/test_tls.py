@@ -9,6 +9,7 @@ the throwaway certificate `orbitmq dev` presents.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import os
@@ -27,6 +28,7 @@ import grpc
 import pytest
 
 from orbitmq.client import LitePullConsumer, Producer
+from orbitmq.proxy import tls as tls_front
 from orbitmq.proxy.pb import service_pb2 as spb
 from orbitmq.proxy.pb import service_pb2_grpc as sgrpc
 from orbitmq.proxy.tls import FirstByteFront, grpc_tls
@@ -389,3 +391,79 @@ async def test_the_front_routes_by_first_byte_and_passes_bytes_untouched() -> No
         plain_side.close()
     assert await asyncio.wait_for(reader.read(), timeout=10) == b""  # close() ends open connections
     writer.close()
+
+
+async def test_the_permissive_front_stops_reading_a_client_whose_listener_takes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener that reads nothing makes the front stop reading its client, also when the first
+    burst (read before the listener connection was up) already filled the relay's buffer: the
+    front holds a bounded amount, it does not buffer whatever the client goes on sending."""
+    loop = asyncio.get_running_loop()
+    held: list[asyncio.Transport] = []
+
+    class Sink(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            transport.pause_reading()
+            held.append(transport)
+
+    made = tls_front._Outbound.connection_made
+
+    def small_send_buffer(self: tls_front._Outbound, transport: asyncio.BaseTransport) -> None:
+        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        made(self, transport)
+
+    # The relay's socket to the listener takes little, so the first burst alone fills its buffer.
+    monkeypatch.setattr(tls_front._Outbound, "connection_made", small_send_buffer)
+    sink_sock = socket.socket()
+    sink_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sink_sock.bind(("127.0.0.1", 0))
+    sink = await loop.create_server(Sink, sock=sink_sock)
+    sink_port = sink.sockets[0].getsockname()[1]
+    front = FirstByteFront("127.0.0.1", 0, ("127.0.0.1", sink_port), ("127.0.0.1", sink_port))
+    port = await front.bind()
+    await front.start()
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setblocking(False)
+    first = b"P" + bytes(256 * 1024 - 1)
+    sent = 0
+    with contextlib.suppress(BlockingIOError):
+        while sent < len(first):  # the first burst, in the socket before the front reads it
+            sent += sock.send(first[sent:])
+    _reader, writer = await asyncio.open_connection(sock=sock)
+    total = 64 * 1024 * 1024
+
+    async def flood() -> None:
+        writer.write(first[sent:])
+        chunk = bytes(1024 * 1024)
+        for _ in range(total // len(chunk)):
+            writer.write(chunk)
+            await writer.drain()
+
+    task = asyncio.create_task(flood())
+    try:
+        link = await _eventually_async(lambda: next(iter(front._links), None))
+        await _eventually_async(lambda: task.done() or (
+            link.outbound is not None and link.transport is not None and not link.transport.is_reading()))
+        assert not task.done(), "the front read everything the client sent into its relay buffer"
+        assert link.outbound is not None and link.outbound.get_write_buffer_size() <= 4 * 1024 * 1024
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        writer.close()
+        for transport in held:
+            transport.close()
+        await front.close()
+        sink.close()
+
+
+async def _eventually_async(probe: Any, timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)
