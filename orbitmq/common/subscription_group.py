@@ -16,6 +16,8 @@ from orbitmq.common.jsonfields import JsonFieldError, get_bool, get_int, get_nam
 from orbitmq.common.retry_policy import DEFAULT_GROUP_RETRY_POLICY, GroupRetryPolicy
 from orbitmq.common.topic_config import attributes_from_json
 
+INT32_MAX = 2**31 - 1
+
 #: Broker id of a master (consumers read from it unless told otherwise).
 MASTER_ID = 0
 
@@ -41,8 +43,9 @@ class SubscriptionGroupConfig:
 
     @property
     def max_delivery_attempts(self) -> int:
-        """RocketMQ 5's consumer max attempts: retryMaxTimes + 1 (the first delivery and its retries)."""
-        return self.retry_max_times + 1
+        """RocketMQ 5's consumer max attempts: retryMaxTimes + 1 (the first delivery and its retries),
+        at most the largest int32 (the Settings field's type; retryMaxTimes may be that largest already)."""
+        return min(self.retry_max_times + 1, INT32_MAX)
 
     def attribute(self, name: str) -> str | None:
         return dict(self.attributes).get(name)

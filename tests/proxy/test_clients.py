@@ -14,6 +14,7 @@ from orbitmq.proxy.backend import Backend, BrokerMeta
 from orbitmq.proxy.clients import CLIENT_EXPIRY_SECONDS, Metadata
 from orbitmq.proxy.codec import GrpcStatusError
 from orbitmq.proxy.pb import definition_pb2 as pb
+from orbitmq.proxy.pb import service_pb2 as spb
 from orbitmq.proxy.service import MessagingService
 from orbitmq.remoting.codes import RequestCode
 from orbitmq.remoting.command import RemotingCommand
@@ -102,3 +103,27 @@ async def test_a_consumers_backoff_is_its_groups_retry_policy() -> None:
     assert default.max_attempts == 17
     assert [d.ToSeconds() for d in default.customized_backoff.next] == [
         1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
+
+
+async def test_a_group_with_the_largest_retry_max_times_still_gets_its_settings() -> None:
+    """retryMaxTimes may be the largest int32 (updateSubGroup accepts it); max_attempts, an int32 in the
+    Settings, stays the largest int32 rather than failing the consumer's Telemetry settings."""
+    from orbitmq.common.subscription_group import SubscriptionGroupConfig
+
+    configs = {"Many": SubscriptionGroupConfig.from_json({"groupName": "Many", "retryMaxTimes": 2**31 - 1})}
+
+    class Tables(Backend):
+        async def route(self, topic: str) -> TopicRouteData:
+            return TopicRouteData((QueueData("b", 1, 1, 6),), (BrokerData("C", "b", {0: "127.0.0.1:1"}),))
+
+        async def meta(self, addr: str) -> BrokerMeta:
+            return BrokerMeta({}, frozenset(), frozenset(), configs)
+
+    service = MessagingService(Tables(["127.0.0.1:1"]), ("127.0.0.1", 8081))
+    settings = pb.Settings(client_type=pb.PUSH_CONSUMER)
+    settings.subscription.group.name = "Many"
+    settings.subscription.subscriptions.add().topic.name = "T"
+    client = service.clients.get_or_create(Metadata("Many@1"))
+    answer = await service.on_telemetry(client, spb.TelemetryCommand(settings=settings))
+    assert answer is not None and answer.status.code == pb.OK
+    assert answer.settings.backoff_policy.max_attempts == 2**31 - 1
