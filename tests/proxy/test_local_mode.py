@@ -5,6 +5,7 @@ those of the remoting path, ACL applies alike, and slow, silent or failing handl
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -173,6 +174,14 @@ async def test_acl_applies_in_process_as_over_the_wire(tmp_path: Path) -> None:
         assert allowed == [(ResponseCode.SUCCESS, None)] * 2
 
 
+async def until_true(probe: Callable[[], bool], timeout: float = 30) -> None:
+    """Wait (on the running loop) until `probe()` holds; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not probe():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
 async def test_slow_silent_failing_and_abandoned_handlers(tmp_path: Path) -> None:
     async with inprocess_dev(tmp_path) as dev:
         server = dev.broker_server.server
@@ -180,7 +189,10 @@ async def test_slow_silent_failing_and_abandoned_handlers(tmp_path: Path) -> Non
         release = asyncio.Event()
         events: list[str] = []
 
+        entered: list[int] = []  # one item per call of `slow` that has started
+
         async def slow(request: RemotingCommand, peer: Peer) -> RemotingCommand:
+            entered.append(1)
             try:
                 await release.wait()
             except asyncio.CancelledError:
@@ -237,10 +249,7 @@ async def test_slow_silent_failing_and_abandoned_handlers(tmp_path: Path) -> Non
             assert await outcome(client, 9901, 0.3) == "RequestTimeout"
             assert events == []
             release.set()
-            for _ in range(100):
-                if events:
-                    break
-                await asyncio.sleep(0.01)
+            await until_true(lambda: bool(events))
             assert events == ["finished"]
         finally:
             await client.close()
@@ -249,16 +258,13 @@ async def test_slow_silent_failing_and_abandoned_handlers(tmp_path: Path) -> Non
 
         async def abandon(client: RemotingClient) -> Any:
             pending = asyncio.ensure_future(outcome(client, 9901))
-            await asyncio.sleep(0.2)
+            await until_true(lambda: len(entered) == 2)  # the handler runs: closing must cancel it
             assert client.local is not None
             client.local.close()
             return await pending
 
         assert await from_another_thread(abandon) == "ConnectError"
-        for _ in range(100):
-            if len(events) == 2:
-                break
-            await asyncio.sleep(0.01)
+        await until_true(lambda: len(events) == 2)
         assert events == ["finished", "cancelled"]
         # A broker that closed refuses at once.
         channel = dispatch.channel()
@@ -291,18 +297,14 @@ async def test_closing_the_front_then_the_broker_leaves_nothing_running(tmp_path
                 return [x async for x in stub.ReceiveMessage(req, metadata=MD, timeout=30)]
 
             polling = asyncio.ensure_future(receive())
-            for _ in range(500):  # the POP_MESSAGE is parked in the broker
-                if dispatch.running and dev.broker_server.pop is not None and len(dev.broker_server.pop.waiters):
-                    break
-                await asyncio.sleep(0.01)
-            assert dispatch.running
+            def parked() -> bool:  # the POP_MESSAGE is parked in the broker
+                pop = dev.broker_server.pop
+                return bool(dispatch.running and pop is not None and len(pop.waiters))
+
+            await until_true(parked)
             await asyncio.wait_for(local.close(), 15)
             assert not local._thread.is_alive()
-            for _ in range(100):
-                if not dispatch.running:
-                    break
-                await asyncio.sleep(0.01)
-            assert not dispatch.running
+            await until_true(lambda: not dispatch.running)
             polling.cancel()
             await asyncio.gather(polling, return_exceptions=True)
         finally:
