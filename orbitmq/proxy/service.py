@@ -703,6 +703,8 @@ class MessagingService(sgrpc.MessagingServiceServicer):
         now_ms = int(time.time() * 1000)
         renewed = 0
         for key, renewal in list(self.renewals.items()):
+            if self.renewals.get(key) is not renewal:
+                continue  # acked (or received again) while this pass renewed others: renewing it would revive it
             if renewal.handle.next_visible_time - now_ms > self.renew_window_ms:
                 continue
             CALLER.set(self.auth.credentials(renewal.md))

@@ -127,3 +127,42 @@ async def test_a_group_with_the_largest_retry_max_times_still_gets_its_settings(
     answer = await service.on_telemetry(client, spb.TelemetryCommand(settings=settings))
     assert answer is not None and answer.status.code == pb.OK
     assert answer.settings.backoff_policy.max_attempts == 2**31 - 1
+
+
+async def test_a_message_acked_during_a_renewal_pass_is_not_renewed_later_in_that_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """renew_due renews one handle at a time; an ack arriving meanwhile for a message later in the pass
+    ends its renewal: changing the invisible time of an acked handle would store a new checkpoint that
+    brings the acked message back."""
+    from orbitmq.proxy.codec import ReceiptHandle
+    from orbitmq.proxy.service import Renewal
+
+    service = MessagingService(Backend(["127.0.0.1:1"]), ("127.0.0.1", 8081))
+    md = Metadata("renew@1")
+    service.clients.get_or_create(md)
+    now = int(time.time() * 1000)
+    handles = {mid: ReceiptHandle(0, now, 5000, 0, 0, "b", 0, offset) for offset, mid in enumerate(("first", "second"))}
+    for mid, handle in handles.items():
+        service.renewals[(md.client_id, "G", mid)] = Renewal(md, "T", handle, time.monotonic())
+    release = asyncio.Event()
+    entered = asyncio.Event()
+    changed: list[int] = []
+
+    async def handle_call(md_: Metadata, group: str, topic: str, text: str, code: int,
+                          extra: dict[str, str] | None = None) -> tuple[ReceiptHandle, object]:
+        handle = ReceiptHandle.decode(text)
+        changed.append(handle.offset)
+        entered.set()
+        if handle.offset == 0:
+            await release.wait()  # the first renewal is in flight ...
+        return handle, type("Resp", (), {"ext_fields": {"popTime": str(now), "invisibleTime": "60000"}})()
+
+    monkeypatch.setattr(service, "_handle_call", handle_call)
+    renewing = asyncio.create_task(service.renew_due())
+    await asyncio.wait_for(entered.wait(), 10)
+    # ... when the client acks the second message (the handle the ack uses; renewal ends there).
+    assert await service._latest_handle(md, "G", "second", "given") == handles["second"].encode()
+    release.set()
+    assert await asyncio.wait_for(renewing, 10) == 1
+    assert changed == [0], "the acked message's handle was renewed after its ack"
