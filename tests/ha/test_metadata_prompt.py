@@ -7,7 +7,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from orbitmq.broker.ha.metasync import CONTROLLER_SYNC_INTERVAL_MS, SYNC_INTERVAL_MS
 from orbitmq.broker.server import Broker
 from orbitmq.broker.topics import TopicConfig, TopicTable
 
@@ -36,7 +35,3 @@ def test_a_record_of_an_unknown_topic_asks_for_a_round_once_per_topic() -> None:
     metadata.master_addr = ""  # no master known yet: nothing to ask
     notify("ThirdNewOne", 0, 1)
     assert metadata.asked == 2
-
-
-def test_controller_mode_syncs_far_more_often_than_rocketmq_4() -> None:
-    assert CONTROLLER_SYNC_INTERVAL_MS * 10 <= SYNC_INTERVAL_MS
