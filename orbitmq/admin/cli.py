@@ -71,13 +71,19 @@ def admin_group(
     set_default_tls(tls_option_settings(use_tls, tls_config_file, tls_props))
 
 
-def tls_option_settings(use_tls: bool, config_file: str | None, defines: tuple[str, ...]) -> TlsSettings | None:
+def define_properties(defines: tuple[str, ...]) -> dict[str, str]:
+    """`-D KEY=VALUE` options as properties; a usage error names one without `=`."""
     props: dict[str, str] = {}
     for item in defines:
         key, sep, value = item.partition("=")
         if not sep:
             raise click.UsageError(f"-D {item}: expected KEY=VALUE")
         props[key.strip()] = value.strip()
+    return props
+
+
+def tls_option_settings(use_tls: bool, config_file: str | None, defines: tuple[str, ...]) -> TlsSettings | None:
+    props = define_properties(defines)
     if config_file:
         props["tls.config.file"] = config_file
     if use_tls:

@@ -244,6 +244,7 @@ async def serve_proxy(proxy: GrpcProxy) -> None:
 def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl_config: str | None,
                   use_tls: bool, tls_config_file: str | None, defines: tuple[str, ...], verbose: bool) -> None:
     """Serve RocketMQ 5 gRPC clients (apache.rocketmq.v2) in front of the brokers of a NameServer."""
+    from orbitmq.admin.cli import define_properties
     from orbitmq.broker.cli import setup_logging
     from orbitmq.errors import OrbitMQError
     from orbitmq.proxy.tls import grpc_tls
@@ -256,12 +257,7 @@ def proxy_command(namesrv: str, host: str, port: int, advertise: str | None, acl
         acl = acl_loader(acl_config) if acl_config else None
     except OrbitMQError as exc:
         raise click.UsageError(f"--acl-config: {exc}") from None
-    props: dict[str, str] = {}
-    for item in defines:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise click.UsageError(f"-D {item}: expected KEY=VALUE")
-        props[key.strip()] = value.strip()
+    props = define_properties(defines)
     if tls_config_file:
         props["tls.config.file"] = tls_config_file
     if use_tls or tls_config_file:

@@ -467,3 +467,10 @@ async def _eventually_async(probe: Any, timeout: float = 30) -> Any:
             return value
         assert time.monotonic() < deadline, "condition not reached"
         await asyncio.sleep(0.02)
+
+
+def test_the_proxy_command_refuses_a_define_without_a_value(tmp_path: Path) -> None:
+    done = subprocess.run(orbitmq_command("proxy", "-n", "127.0.0.1:1", "--port", "0", "-D", "tls.server.mode"),
+                          capture_output=True, text=True, timeout=60, cwd=str(tmp_path), check=False)
+    assert done.returncode == 2
+    assert "-D tls.server.mode: expected KEY=VALUE" in done.stderr and "Traceback" not in done.stderr
