@@ -358,6 +358,27 @@ async def test_one_ack_of_many_entries_answers_each_in_order(front: Front, stub:
     assert [e.status.code for e in resp.entries] == [pb.OK, pb.INVALID_RECEIPT_HANDLE, pb.OK, pb.OK]
 
 
+async def _push_consumer_joins(stub: sgrpc.MessagingServiceStub, group: str) -> None:
+    hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
+    hb.group.name = group
+    assert (await stub.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+
+
+async def _push_receive(
+    stub: sgrpc.MessagingServiceStub, topic: str, group: str, auto: bool, invisible_s: int
+) -> list[pb.Message]:
+    """One ReceiveMessage as a PushConsumer makes it: auto_renew, or else `invisible_s` of invisible time."""
+    req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
+    req.group.name = group
+    req.message_queue.topic.name = topic
+    req.filter_expression.expression = "*"
+    if not auto:
+        req.invisible_duration.FromSeconds(invisible_s)
+    req.long_polling_timeout.FromSeconds(5)
+    items = [x async for x in stub.ReceiveMessage(req, metadata=md(), timeout=20)]
+    return [i.message for i in items if i.HasField("message")]
+
+
 async def test_auto_renew_keeps_a_message_hidden_and_the_first_handle_still_acks(front: Front) -> None:
     """A receive with auto_renew and no invisible duration (PushConsumer): the proxy renews the message
     until the client acks it, and swaps the client's first handle for its newest one."""
@@ -376,20 +397,10 @@ async def test_auto_renew_keeps_a_message_hidden_and_the_first_handle_still_acks
         group = unique_names("gf")[2]
         async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
             own = sgrpc.MessagingServiceStub(channel)
-            hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
-            hb.group.name = group
-            assert (await own.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+            await _push_consumer_joins(own, group)
 
             async def receive(auto: bool) -> list[pb.Message]:
-                req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
-                req.group.name = group
-                req.message_queue.topic.name = topic
-                req.filter_expression.expression = "*"
-                if not auto:
-                    req.invisible_duration.FromSeconds(10)
-                req.long_polling_timeout.FromSeconds(5)
-                items = [x async for x in own.ReceiveMessage(req, metadata=md(), timeout=20)]
-                return [i.message for i in items if i.HasField("message")]
+                return await _push_receive(own, topic, group, auto, invisible_s=10)
 
             assert await receive(True) == []  # the group joins
             assert (await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"slow")]),
@@ -450,20 +461,10 @@ async def test_an_ack_arriving_while_a_renewal_is_in_flight_acks_the_renewed_han
         group = unique_names("gr")[2]
         async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
             own = sgrpc.MessagingServiceStub(channel)
-            hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
-            hb.group.name = group
-            assert (await own.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+            await _push_consumer_joins(own, group)
 
             async def receive(auto: bool) -> list[pb.Message]:
-                req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
-                req.group.name = group
-                req.message_queue.topic.name = topic
-                req.filter_expression.expression = "*"
-                if not auto:
-                    req.invisible_duration.FromSeconds(10)
-                req.long_polling_timeout.FromSeconds(1)
-                items = [x async for x in own.ReceiveMessage(req, metadata=md(), timeout=20)]
-                return [i.message for i in items if i.HasField("message")]
+                return await _push_receive(own, topic, group, auto, invisible_s=10)
 
             assert await receive(True) == []  # the group joins
             assert (await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"raced")]),
@@ -840,20 +841,10 @@ async def test_a_message_renewed_for_its_maximum_time_comes_back_after_the_group
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
             own = sgrpc.MessagingServiceStub(channel)
-            hb = spb.HeartbeatRequest(client_type=pb.PUSH_CONSUMER)
-            hb.group.name = group
-            assert (await own.Heartbeat(hb, metadata=md(), timeout=10)).status.code == pb.OK
+            await _push_consumer_joins(own, group)
 
             async def receive(auto: bool) -> list[pb.Message]:
-                req = spb.ReceiveMessageRequest(batch_size=4, auto_renew=auto)
-                req.group.name = group
-                req.message_queue.topic.name = topic
-                req.filter_expression.expression = "*"
-                if not auto:
-                    req.invisible_duration.FromSeconds(30)
-                req.long_polling_timeout.FromSeconds(5)
-                items = [x async for x in own.ReceiveMessage(req, metadata=md(), timeout=20)]
-                return [i.message for i in items if i.HasField("message")]
+                return await _push_receive(own, topic, group, auto, invisible_s=30)
 
             assert await receive(True) == []  # the group joins
             assert (await own.SendMessage(spb.SendMessageRequest(messages=[message(topic, b"held")]),
